@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/conf.h - the parsed form of ALLOY_CONF, shared inside liballoy.
+ *
+ * Not installed.  Functions marked ALLOY_PRIVATE are exported from the
+ * shared library only so that alloy's own tests and fuzzers can reach
+ * them; they are not part of the API and may change at any time.
+ */
+#ifndef ALLOY_CORE_CONF_H
+#define ALLOY_CORE_CONF_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <alloy/allocator.h>
+
+#define ALLOY_PRIVATE __attribute__((visibility("default")))
+
+#define ALLOY_CONF_MAX_OPTIONS 64
+#define ALLOY_CONF_MAX_ERRORS 32
+#define ALLOY_CONF_PATH_MAX 1024
+
+struct alloy__conf_option {
+	char allocator[ALLOY_NAME_MAX + 1];
+	char key[64];
+	char value[256];
+};
+
+/* Every key's value lives here; see the key table in core/conf.c. */
+struct alloy__conf {
+	/* allocators: default per device type, by name */
+	char alloc_name[ALLOY_DEVICE_TYPE_COUNT][ALLOY_NAME_MAX + 1];
+	/* default CPU allocator */
+	uint64_t align;
+	bool zero_fill;
+	bool junk_fill;
+	/* reporter */
+	char report[ALLOY_CONF_PATH_MAX];
+	char report_format[8];
+	char log[ALLOY_CONF_PATH_MAX];
+	char trace[ALLOY_CONF_PATH_MAX];
+	bool backtrace;
+	/* tensor layer */
+	bool keep_on_shrink;
+	uint64_t max_keep_on_shrink_memory;
+
+	/* which keys ALLOY_CONF set, by key index */
+	bool from_env[32];
+	/* allocator-specific "name.key:value" pairs, in order */
+	struct alloy__conf_option options[ALLOY_CONF_MAX_OPTIONS];
+	int noptions;
+	/* one line per problem found */
+	char errors[ALLOY_CONF_MAX_ERRORS][320];
+	int nerrors;
+};
+
+/* The process's configuration, valid after init. */
+extern struct alloy__conf alloy__conf __attribute__((visibility("hidden")));
+
+/* Fill c with the defaults of every key. */
+ALLOY_PRIVATE void alloy__conf_defaults(struct alloy__conf *c);
+
+/*
+ * Parse text (ALLOY_CONF syntax) over the defaults into c.  Returns the
+ * number of problems; each is a line in c->errors saying what was wrong
+ * and what is used instead.  Never fails otherwise.
+ */
+ALLOY_PRIVATE int alloy__conf_parse(const char *text, struct alloy__conf *c);
+
+/* Append a problem line to c (printf-style), as the parser does. */
+ALLOY_PRIVATE void alloy__conf_add_error(struct alloy__conf *c,
+					 const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Add a problem to the process's configuration and print it on stderr. */
+ALLOY_PRIVATE void alloy__conf_report(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+#endif /* ALLOY_CORE_CONF_H */

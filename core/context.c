@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/context.c - the table of device contexts, one per device type.
+ *
+ * Contexts are looked up on every new()/copy, so the table is an array of
+ * atomic pointers to private copies that are never freed (a context can be
+ * replaced, e.g. by a reloaded CUDA module, while another thread uses the
+ * old one).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct context {
+	struct alloy_context_ops ops;
+	void *ctx;
+};
+
+static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(struct context *) contexts[ALLOY_DEVICE_TYPE_COUNT];
+
+static struct context *get(int type)
+{
+	if ((unsigned)type >= ALLOY_DEVICE_TYPE_COUNT)
+		return NULL;
+	return atomic_load_explicit(&contexts[type], memory_order_acquire);
+}
+
+int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
+{
+	static const size_t required_end =
+		offsetof(struct alloy_context_ops, copy_bytes) +
+		sizeof(ops->copy_bytes);
+	struct context *c;
+	size_t n;
+
+	alloy__ensure_init();
+	ALLOY_ENFORCE(ops, -EINVAL, "ops is NULL");
+	ALLOY_ENFORCE(ops->abi_major == ALLOY_ABI_MAJOR, -EINVAL,
+		      "context ABI major %u, this alloy speaks %u",
+		      ops->abi_major, ALLOY_ABI_MAJOR);
+	ALLOY_ENFORCE(ops->struct_size >= required_end, -EINVAL,
+		      "context ops struct_size %u is smaller than the required part (%zu bytes)",
+		      ops->struct_size, required_end);
+	ALLOY_ENFORCE((unsigned)ops->device_type < ALLOY_DEVICE_TYPE_COUNT,
+		      -EINVAL, "unknown device type %d", ops->device_type);
+	ALLOY_ENFORCE(ops->new_bytes && ops->copy_bytes, -EINVAL,
+		      "context \"%s\": new_bytes and copy_bytes are required",
+		      ops->name ? ops->name : "(null)");
+
+	c = calloc(1, sizeof(*c));
+	ALLOY_ENFORCE(c, -ENOMEM, "no memory for a context");
+	n = ops->struct_size < sizeof(c->ops) ? ops->struct_size : sizeof(c->ops);
+	memcpy(&c->ops, ops, n);
+	c->ctx = ctx;
+
+	pthread_mutex_lock(&context_lock);
+	if (get(ops->device_type)) {
+		pthread_mutex_unlock(&context_lock);
+		free(c);
+		return alloy__error(-EEXIST, __func__,
+				    "device type %s already has a context",
+				    alloy_device_type_name(ops->device_type));
+	}
+	atomic_store_explicit(&contexts[ops->device_type], c,
+			      memory_order_release);
+	pthread_mutex_unlock(&context_lock);
+	return 0;
+}
+
+int alloy_unregister_context(int device_type)
+{
+	struct context *c;
+
+	alloy__ensure_init();
+	pthread_mutex_lock(&context_lock);
+	c = get(device_type);
+	if (c)
+		/* Left allocated: a concurrent caller may still hold it. */
+		atomic_store_explicit(&contexts[device_type], NULL,
+				      memory_order_release);
+	pthread_mutex_unlock(&context_lock);
+	ALLOY_ENFORCE(c, -ENOENT, "no context for device type %d", device_type);
+	return 0;
+}
+
+int alloy_has_context(int device_type)
+{
+	alloy__ensure_init();
+	return get(device_type) != NULL;
+}
+
+static int no_context(const char *func, struct alloy_device dev)
+{
+	const char *name = alloy_device_type_name(dev.type);
+
+	if (!name)
+		return alloy__error(-EINVAL, func, "unknown device type %d",
+				    dev.type);
+	return alloy__error(-ENODEV, func,
+			    "no context for device %s (is its module loaded?)",
+			    name);
+}
+
+int alloy_context_new(struct alloy_device dev, size_t nbytes,
+		      struct alloy_data_ptr *out)
+{
+	struct context *c;
+	int rc;
+
+	ALLOY_ENFORCE(out, -EINVAL, "out is NULL");
+	*out = ALLOY_DATA_PTR_INIT;
+	alloy__ensure_init();
+	c = get(dev.type);
+	if (!c)
+		return no_context(__func__, dev);
+	rc = c->ops.new_bytes(c->ctx, dev, nbytes, out);
+	if (!rc)
+		out->device = dev;
+	return rc;
+}
+
+int alloy_copy_bytes_async(size_t nbytes, const void *src,
+			   struct alloy_device src_dev, void *dst,
+			   struct alloy_device dst_dev, void *stream)
+{
+	struct alloy_device via;
+	struct context *c;
+
+	alloy__ensure_init();
+	if (nbytes == 0)
+		return 0;
+	ALLOY_ENFORCE(src && dst, -EINVAL, "NULL %s for a %zu-byte copy",
+		      src ? "dst" : "src", nbytes);
+	/* The side that is not the CPU knows how to reach the other. */
+	via = src_dev.type != ALLOY_DEVICE_CPU ? src_dev : dst_dev;
+	if (src_dev.type != ALLOY_DEVICE_CPU && dst_dev.type != ALLOY_DEVICE_CPU &&
+	    src_dev.type != dst_dev.type)
+		return alloy__error(-EINVAL, "alloy_copy_bytes",
+				    "no direct copy from %s to %s; copy through the CPU",
+				    alloy_device_type_name(src_dev.type),
+				    alloy_device_type_name(dst_dev.type));
+	c = get(via.type);
+	if (!c)
+		return no_context("alloy_copy_bytes", via);
+	return c->ops.copy_bytes(c->ctx, nbytes, src, src_dev, dst, dst_dev,
+				 stream);
+}
+
+int alloy_copy_bytes(size_t nbytes, const void *src, struct alloy_device src_dev,
+		     void *dst, struct alloy_device dst_dev)
+{
+	return alloy_copy_bytes_async(nbytes, src, src_dev, dst, dst_dev, NULL);
+}
+
+int alloy_context_synchronize(struct alloy_device dev)
+{
+	struct context *c;
+
+	alloy__ensure_init();
+	c = get(dev.type);
+	if (!c)
+		return no_context(__func__, dev);
+	return c->ops.synchronize ? c->ops.synchronize(c->ctx, dev) : 0;
+}

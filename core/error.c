@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/error.c - the thread-local "last error" message.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ERRMSG_MAX 512
+
+static __thread char last_error[ERRMSG_MAX];
+
+const char *alloy_last_error(void)
+{
+	return last_error;
+}
+
+void alloy_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
+int alloy__verror(int err, const char *func, const char *fmt, va_list ap)
+{
+	int n = snprintf(last_error, sizeof(last_error), "%s: ", func);
+
+	if (n < 0 || (size_t)n >= sizeof(last_error))
+		n = 0;
+	vsnprintf(last_error + n, sizeof(last_error) - n, fmt, ap);
+	return err;
+}
+
+int alloy__error(int err, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	alloy__verror(err, func, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *alloy_strerror(int err)
+{
+	static const struct {
+		int code;
+		const char *name;
+	} names[] = {
+		{ 0, "OK" },
+		{ -EINVAL, "EINVAL" },
+		{ -ENOMEM, "ENOMEM" },
+		{ -EEXIST, "EEXIST" },
+		{ -ENOENT, "ENOENT" },
+		{ -EBUSY, "EBUSY" },
+		{ -ENOSPC, "ENOSPC" },
+		{ -EOVERFLOW, "EOVERFLOW" },
+		{ -ERANGE, "ERANGE" },
+		{ -ENODEV, "ENODEV" },
+		{ -ENOEXEC, "ENOEXEC" },
+		{ -ENOSYS, "ENOSYS" },
+		{ -EPROTO, "EPROTO" },
+		{ -EIO, "EIO" },
+		{ -EPERM, "EPERM" },
+		{ -ENOTSUP, "ENOTSUP" },
+		{ -EFAULT, "EFAULT" },
+		{ -EAGAIN, "EAGAIN" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].code == err)
+			return names[i].name;
+	return "EUNKNOWN";
+}

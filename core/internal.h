@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/internal.h - what the parts of liballoy share and users never see.
+ */
+#ifndef ALLOY_CORE_INTERNAL_H
+#define ALLOY_CORE_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <alloy/alloy.h>
+
+#define ALLOY_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors (core/error.c) ---------------------------------------- */
+
+/*
+ * Record "func: message" as this thread's last error and return err, so
+ * that failures read `return alloy__error(-EINVAL, __func__, "...", ...)`.
+ */
+ALLOY_HIDDEN int alloy__error(int err, const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+ALLOY_HIDDEN int alloy__verror(int err, const char *func, const char *fmt,
+			       va_list ap);
+
+/* Return err from the enclosing function unless cond holds. */
+#define ALLOY_ENFORCE(cond, err, ...)                                     \
+	do {                                                              \
+		if (unlikely(!(cond)))                                    \
+			return alloy__error((err), __func__, __VA_ARGS__); \
+	} while (0)
+
+/* ---- initialisation (core/init.c) ----------------------------------- */
+
+extern ALLOY_HIDDEN atomic_int alloy__initialised;
+ALLOY_HIDDEN void alloy__init_slow(void);
+
+/* Cheap check on every entry point; the first call does the work. */
+static inline void alloy__ensure_init(void)
+{
+	if (unlikely(!atomic_load_explicit(&alloy__initialised,
+					   memory_order_acquire)))
+		alloy__init_slow();
+}
+
+/* ---- thread-sharded counters and quiescence (core/tcount.c) ------- */
+
+/*
+ * Counters kept per thread and summed on read, so that the allocation
+ * path never writes a cache line another thread writes.  A thread's
+ * values are folded into the retired totals when it exits.
+ */
+#define ALLOY__TCOUNT_SLOTS 1024
+
+struct alloy__tls {
+	atomic_uint_fast64_t seq; /* odd while inside alloy__enter/leave */
+	unsigned depth;           /* nesting of enter/leave */
+	struct alloy__tls *next;
+	struct alloy__tls *prev;
+	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
+};
+
+extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_self
+	__attribute__((tls_model("initial-exec")));
+ALLOY_HIDDEN struct alloy__tls *alloy__tls_create(void);
+extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
+
+/* This thread's record, made on first use; NULL only when out of memory. */
+static inline struct alloy__tls *alloy__tls_get(void)
+{
+	struct alloy__tls *t = alloy__tls_self;
+
+	return likely(t) ? t : alloy__tls_create();
+}
+
+/* Add to the retired totals directly (a thread without a record). */
+ALLOY_HIDDEN void alloy__tcount_add_shared(int slot, int64_t delta);
+
+/* Reserve n consecutive counter slots; returns the first, or -ENOSPC. */
+ALLOY_HIDDEN int alloy__tcount_reserve(int n);
+
+static inline void alloy__tcount_add(struct alloy__tls *t, int slot,
+				     int64_t delta)
+{
+	if (unlikely(!t)) {
+		alloy__tcount_add_shared(slot, delta);
+		return;
+	}
+	/* Only this thread writes its own slots: no atomic read-modify-write. */
+	int64_t v = atomic_load_explicit(&t->count[slot], memory_order_relaxed);
+
+	atomic_store_explicit(&t->count[slot], v + delta, memory_order_relaxed);
+}
+
+/* The sum over all threads, living and exited. */
+ALLOY_HIDDEN int64_t alloy__tcount_sum(int slot);
+/* Zero a slot everywhere; only while nobody can be updating it. */
+ALLOY_HIDDEN void alloy__tcount_zero(int slot);
+
+/*
+ * A thread inside enter/leave may be using an allocator it looked up;
+ * alloy__synchronize() returns once every thread that was inside such a
+ * section when it was called has left it (a grace period, as in RCU).
+ * The fast path pays two plain stores: the slow side issues membarrier()
+ * so the fast side needs no fence of its own where the kernel has it.
+ */
+static inline void alloy__enter(struct alloy__tls *t)
+{
+	if (t->depth++ == 0) {
+		uint_fast64_t s = atomic_load_explicit(&t->seq,
+						       memory_order_relaxed);
+
+		atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
+		if (unlikely(atomic_load_explicit(&alloy__need_fence,
+						  memory_order_relaxed)))
+			atomic_thread_fence(memory_order_seq_cst);
+		else
+			atomic_signal_fence(memory_order_seq_cst);
+	}
+}
+
+static inline void alloy__leave(struct alloy__tls *t)
+{
+	if (--t->depth == 0) {
+		uint_fast64_t s = atomic_load_explicit(&t->seq,
+						       memory_order_relaxed);
+
+		atomic_store_explicit(&t->seq, s + 1, memory_order_release);
+	}
+}
+
+ALLOY_HIDDEN void alloy__synchronize(void);
+
+/* ---- registry internals (core/registry.c) ------------------------- */
+
+enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING };
+
+/* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
+enum {
+	ALLOY__C_ALLOCS = 0, /* allocations ever */
+	ALLOY__C_FREES,      /* frees ever; live blocks = allocs - frees */
+	ALLOY__C_BYTES,      /* live bytes */
+	ALLOY__C_COUNT
+};
+
+/* Live blocks of a: allocations minus frees, summed over threads. */
+ALLOY_HIDDEN int64_t alloy__live_blocks(const struct alloy_allocator *a);
+
+struct alloy_allocator {
+	struct alloy_allocator_ops ops; /* zeroed private copy */
+	void *ctx;
+	atomic_int state;      /* enum alloy__alloc_state */
+	int index;             /* position in the table */
+	int counters;          /* first tcount slot */
+	unsigned long serial;  /* registration order */
+	char name[ALLOY_NAME_MAX + 1];
+	char origin[256];
+};
+
+extern ALLOY_HIDDEN _Atomic(struct alloy_allocator *)
+	alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
+
+/* Reserve the counters of every table entry; called once by init. */
+ALLOY_HIDDEN int alloy__registry_init(void);
+
+/* Validate an ops struct as registration does; 0 or -EINVAL + message. */
+ALLOY_HIDDEN int alloy__check_ops(const struct alloy_allocator_ops *ops,
+				  size_t *copy_size);
+
+/* ---- allocation hooks (the reporter, core/alloc.c) ----------------- */
+
+/*
+ * When set, every allocation through alloy_alloc is reported here and
+ * its DataPtr gets a deleter that reports the free, so that a block is
+ * reported at free exactly when it was reported at allocation.
+ */
+struct alloy__hooks {
+	void (*on_alloc)(struct alloy_allocator *a,
+			 const struct alloy_data_ptr *dp);
+	void (*on_free)(struct alloy_allocator *a,
+			const struct alloy_data_ptr *dp);
+};
+
+ALLOY_HIDDEN void alloy__set_hooks(const struct alloy__hooks *h);
+
+/* ---- modules (core/module.c) -------------------------------------- */
+
+/*
+ * Load the module providing allocator `name` from the module directory.
+ * 0 when it registered an allocator of that name, else a negative code
+ * with the message set.
+ */
+ALLOY_HIDDEN int alloy__module_request(const char *name);
+
+/* ---- built-ins ----------------------------------------------------- */
+
+ALLOY_HIDDEN int alloy__register_builtin_allocators(void);
+ALLOY_HIDDEN int alloy__register_cpu_context(void);
+
+#endif /* ALLOY_CORE_INTERNAL_H */

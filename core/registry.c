@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/registry.c - registered allocators and the default per device.
+ *
+ * The table is a fixed array whose entries are never freed, so a handle
+ * stays readable even while another thread unregisters it; mutations take
+ * registry_lock, while the allocation path only loads the default pointer
+ * and the entry's state.  Unregistering waits for a grace period
+ * (alloy__synchronize) before it trusts the live-block count, so an
+ * allocation that picked the allocator just before it was swapped out is
+ * either counted or refused, never lost.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "conf.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct alloy_allocator table[ALLOY_MAX_ALLOCATORS];
+static unsigned long next_serial = 1;
+_Atomic(struct alloy_allocator *) alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
+#define defaults alloy__defaults
+
+static bool valid_name(const char *name)
+{
+	size_t n = 0;
+
+	if (!name || !*name)
+		return false;
+	for (const char *p = name; *p; p++, n++) {
+		char c = *p;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return n <= ALLOY_NAME_MAX;
+}
+
+int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
+{
+	static const size_t required_end =
+		offsetof(struct alloy_allocator_ops, free) +
+		sizeof(ops->free);
+
+	ALLOY_ENFORCE(ops, -EINVAL, "ops is NULL");
+	ALLOY_ENFORCE(ops->abi_major == ALLOY_ABI_MAJOR, -EINVAL,
+		      "allocator ABI major %u, this alloy speaks %u",
+		      ops->abi_major, ALLOY_ABI_MAJOR);
+	ALLOY_ENFORCE(ops->struct_size >= required_end, -EINVAL,
+		      "ops struct_size %u is smaller than the required part (%zu bytes)",
+		      ops->struct_size, required_end);
+	ALLOY_ENFORCE(valid_name(ops->name), -EINVAL,
+		      "allocator name \"%s\" is not 1..%d characters of [A-Za-z0-9_]",
+		      ops->name ? ops->name : "(null)", ALLOY_NAME_MAX);
+	ALLOY_ENFORCE(ops->device_type >= 0 &&
+			      ops->device_type < ALLOY_DEVICE_TYPE_COUNT,
+		      -EINVAL, "allocator \"%s\": unknown device type %d",
+		      ops->name, ops->device_type);
+	ALLOY_ENFORCE(ops->alloc, -EINVAL,
+		      "allocator \"%s\": required op alloc is NULL", ops->name);
+	ALLOY_ENFORCE(ops->free, -EINVAL,
+		      "allocator \"%s\": required op free is NULL", ops->name);
+	/*
+	 * A provider built against an older minor has a shorter struct: copy
+	 * what it has, the rest stays zero (absent).  A newer minor may have
+	 * a longer one: the members we do not know are ignored.
+	 */
+	*copy_size = ops->struct_size < sizeof(*ops) ? ops->struct_size :
+						       sizeof(*ops);
+	return 0;
+}
+
+static struct alloy_allocator *find_locked(const char *name)
+{
+	for (int i = 0; i < ALLOY_MAX_ALLOCATORS; i++)
+		if (atomic_load(&table[i].state) != ALLOC_FREE &&
+		    strcmp(table[i].name, name) == 0)
+			return &table[i];
+	return NULL;
+}
+
+/* Allocator-specific ALLOY_CONF keys for the allocator just registered. */
+struct option_ctx {
+	struct alloy_allocator *a;
+	int err;
+};
+
+static void apply_option(const char *allocator, const char *key,
+			 const char *value, void *arg)
+{
+	struct option_ctx *oc = arg;
+	struct alloy_allocator *a = oc->a;
+	int rc;
+
+	if (strcmp(allocator, a->name) != 0)
+		return;
+	if (!a->ops.set_option) {
+		alloy__conf_report("%s.%s:%s: allocator \"%s\" takes no options; ignored",
+				   allocator, key, value, allocator);
+		oc->err = -EINVAL;
+		return;
+	}
+	rc = a->ops.set_option(a->ctx, key, value);
+	if (rc) {
+		alloy__conf_report("%s.%s:%s: %s; ignored", allocator, key, value,
+				   alloy_last_error());
+		oc->err = rc;
+	}
+}
+
+int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
+			     const char *origin, struct alloy_allocator **out)
+{
+	struct alloy_allocator *a = NULL;
+	size_t copy_size;
+	int rc;
+
+	alloy__ensure_init();
+	rc = alloy__check_ops(ops, &copy_size);
+	if (rc)
+		return rc;
+
+	pthread_mutex_lock(&registry_lock);
+	if (find_locked(ops->name)) {
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(-EEXIST, __func__,
+				    "allocator name \"%s\" already registered",
+				    ops->name);
+	}
+	for (int i = 0; i < ALLOY_MAX_ALLOCATORS && !a; i++)
+		if (atomic_load(&table[i].state) == ALLOC_FREE)
+			a = &table[i];
+	if (!a) {
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(-ENOSPC, __func__,
+				    "cannot register \"%s\": all %d allocator slots in use",
+				    ops->name, ALLOY_MAX_ALLOCATORS);
+	}
+	memset(&a->ops, 0, sizeof(a->ops));
+	memcpy(&a->ops, ops, copy_size);
+	a->ops.struct_size = sizeof(a->ops);
+	snprintf(a->name, sizeof(a->name), "%s", ops->name);
+	a->ops.name = a->name;
+	snprintf(a->origin, sizeof(a->origin), "%s", origin ? origin : "api");
+	a->ctx = ctx;
+	a->index = (int)(a - table);
+	a->serial = next_serial++;
+	for (int c = 0; c < ALLOY__C_COUNT; c++)
+		alloy__tcount_zero(a->counters + c);
+
+	if (a->ops.init) {
+		rc = a->ops.init(ctx);
+		if (rc) {
+			pthread_mutex_unlock(&registry_lock);
+			if (rc > 0)
+				rc = -EIO;
+			if (!strstr(alloy_last_error(), a->name))
+				alloy__error(rc, __func__,
+					     "allocator \"%s\": init failed (%s)",
+					     a->name, alloy_strerror(rc));
+			return rc;
+		}
+	}
+	atomic_store(&a->state, ALLOC_LIVE);
+	pthread_mutex_unlock(&registry_lock);
+
+	struct option_ctx oc = { a, 0 };
+
+	alloy_conf_foreach_option(apply_option, &oc);
+	if (out)
+		*out = a;
+	return 0;
+}
+
+int alloy_unregister_allocator(const char *name)
+{
+	struct alloy_allocator *a;
+	int64_t live;
+
+	alloy__ensure_init();
+	ALLOY_ENFORCE(name, -EINVAL, "name is NULL");
+	pthread_mutex_lock(&registry_lock);
+	a = find_locked(name);
+	if (!a || atomic_load(&a->state) != ALLOC_LIVE) {
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(-ENOENT, __func__,
+				    "no allocator named \"%s\"", name);
+	}
+	for (int d = 0; d < ALLOY_DEVICE_TYPE_COUNT; d++) {
+		if (atomic_load(&defaults[d]) == a) {
+			pthread_mutex_unlock(&registry_lock);
+			return alloy__error(-EBUSY, __func__,
+					    "allocator \"%s\" is the default for %s; set another default first",
+					    name, alloy_device_type_name(d));
+		}
+	}
+	/* New allocations see DYING and refuse; wait out those in flight. */
+	atomic_store(&a->state, ALLOC_DYING);
+	alloy__synchronize();
+	live = alloy__live_blocks(a);
+	if (live != 0) {
+		atomic_store(&a->state, ALLOC_LIVE);
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(-EBUSY, __func__,
+				    "allocator \"%s\" still has %lld live blocks",
+				    name, (long long)live);
+	}
+	if (a->ops.fini)
+		a->ops.fini(a->ctx);
+	atomic_store(&a->state, ALLOC_FREE);
+	pthread_mutex_unlock(&registry_lock);
+	return 0;
+}
+
+struct alloy_allocator *alloy_find_allocator(const char *name)
+{
+	struct alloy_allocator *a;
+
+	alloy__ensure_init();
+	if (!name) {
+		alloy__error(-EINVAL, __func__, "name is NULL");
+		return NULL;
+	}
+	pthread_mutex_lock(&registry_lock);
+	a = find_locked(name);
+	if (a && atomic_load(&a->state) != ALLOC_LIVE)
+		a = NULL;
+	pthread_mutex_unlock(&registry_lock);
+	if (!a)
+		alloy__error(-ENOENT, __func__, "no allocator named \"%s\"",
+			     name);
+	return a;
+}
+
+struct alloy_allocator *alloy_request_allocator(const char *name)
+{
+	struct alloy_allocator *a = alloy_find_allocator(name);
+
+	if (a || !name || !valid_name(name))
+		return a;
+	if (alloy__module_request(name) == 0)
+		a = alloy_find_allocator(name);
+	return a;
+}
+
+int alloy_foreach_allocator(int (*fn)(struct alloy_allocator *a, void *arg),
+			    void *arg)
+{
+	struct alloy_allocator *order[ALLOY_MAX_ALLOCATORS];
+	int n = 0, rc = 0;
+
+	alloy__ensure_init();
+	pthread_mutex_lock(&registry_lock);
+	for (int i = 0; i < ALLOY_MAX_ALLOCATORS; i++)
+		if (atomic_load(&table[i].state) == ALLOC_LIVE)
+			order[n++] = &table[i];
+	pthread_mutex_unlock(&registry_lock);
+	/* Registration order: insertion sort on the serial. */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && order[j - 1]->serial > order[j]->serial;
+		     j--) {
+			struct alloy_allocator *t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n && !rc; i++)
+		rc = fn(order[i], arg);
+	return rc;
+}
+
+struct alloy_allocator *alloy_get_default(int device_type)
+{
+	alloy__ensure_init();
+	if (device_type < 0 || device_type >= ALLOY_DEVICE_TYPE_COUNT) {
+		alloy__error(-EINVAL, __func__, "unknown device type %d",
+			     device_type);
+		return NULL;
+	}
+	return atomic_load_explicit(&defaults[device_type],
+				    memory_order_acquire);
+}
+
+int alloy_set_default(int device_type, struct alloy_allocator *a)
+{
+	alloy__ensure_init();
+	ALLOY_ENFORCE(device_type >= 0 && device_type < ALLOY_DEVICE_TYPE_COUNT,
+		      -EINVAL, "unknown device type %d", device_type);
+	ALLOY_ENFORCE(a, -EINVAL, "allocator is NULL");
+	pthread_mutex_lock(&registry_lock);
+	if (atomic_load(&a->state) != ALLOC_LIVE) {
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(-ENOENT, __func__,
+				    "allocator \"%s\" is not registered", a->name);
+	}
+	if (a->ops.device_type != device_type) {
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(-EINVAL, __func__,
+				    "allocator \"%s\" serves %s, not %s", a->name,
+				    alloy_device_type_name(a->ops.device_type),
+				    alloy_device_type_name(device_type));
+	}
+	atomic_store_explicit(&defaults[device_type], a, memory_order_release);
+	pthread_mutex_unlock(&registry_lock);
+	return 0;
+}
+
+int alloy_set_default_by_name(int device_type, const char *name)
+{
+	struct alloy_allocator *a;
+
+	ALLOY_ENFORCE(name, -EINVAL, "name is NULL");
+	a = alloy_request_allocator(name);
+	if (!a)
+		return -ENOENT;
+	return alloy_set_default(device_type, a);
+}
+
+int alloy__registry_init(void)
+{
+	int base = alloy__tcount_reserve(ALLOY_MAX_ALLOCATORS * ALLOY__C_COUNT);
+
+	if (base < 0)
+		return alloy__error(base, __func__, "no counter slots left");
+	for (int i = 0; i < ALLOY_MAX_ALLOCATORS; i++)
+		table[i].counters = base + i * ALLOY__C_COUNT;
+	return 0;
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * alloy/allocator.h - the allocator interface.
+ *
+ * An allocator is a table of operations (struct alloy_allocator_ops) and a
+ * context pointer handed back on every call.  The table starts with the ABI
+ * version and the size of the struct its provider was compiled with, so that
+ * members can be appended in later minor versions: the registry copies what
+ * the provider has into a zeroed private copy and treats members beyond the
+ * provider's struct_size as absent.
+ *
+ * Required: name, device_type, alloc, free.  Everything else may be NULL;
+ * the registry then supplies a fallback (realloc = alloc + copy + free,
+ * usable_size = the requested size, trim/stats = nothing to report).
+ *
+ * Memory is handed to users as a struct alloy_data_ptr, which carries the
+ * deleter and context of the allocator that made the block.  Freeing a
+ * DataPtr therefore always returns the block to its maker, whatever the
+ * registry's defaults have become in the meantime.
+ */
+#ifndef ALLOY_ALLOCATOR_H
+#define ALLOY_ALLOCATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <alloy/device.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ALLOY_ABI_MAJOR 1
+#define ALLOY_ABI_MINOR 0
+
+/* Longest allocator name, without the terminating NUL. */
+#define ALLOY_NAME_MAX 47
+
+/* Flags for alloc(). */
+#define ALLOY_ALLOC_ZERO (1u << 0) /* the block must read as zeroes */
+
+/*
+ * Statistics an allocator may report about itself.  The header (size,
+ * version) lets callers and providers of different versions agree: a
+ * provider fills at most `size` bytes.  Unknown values stay 0.
+ */
+struct alloy_allocator_stats {
+	uint32_t size;    /* sizeof the caller's struct */
+	uint32_t version; /* ALLOY_STATS_VERSION of the caller */
+	uint64_t allocated;   /* bytes handed out and not yet freed */
+	uint64_t reserved;    /* bytes held from the system (>= allocated) */
+	uint64_t active;      /* bytes in pages with live blocks */
+	uint64_t resident;    /* bytes physically resident */
+	uint64_t mapped;      /* bytes mapped */
+	uint64_t peak_allocated;
+	uint64_t peak_reserved;
+	uint64_t num_allocs;  /* alloc calls served */
+	uint64_t num_frees;
+	uint64_t num_system_allocs; /* calls into the memory source */
+	uint64_t num_system_frees;
+	uint64_t num_ooms;
+};
+#define ALLOY_STATS_VERSION 1
+
+struct alloy_allocator_ops {
+	/* ABI header: always first, never reordered. */
+	uint16_t abi_major;   /* ALLOY_ABI_MAJOR the provider was built for */
+	uint16_t abi_minor;   /* ALLOY_ABI_MINOR the provider was built for */
+	uint32_t struct_size; /* sizeof(struct alloy_allocator_ops) there */
+
+	const char *name; /* unique, [A-Za-z0-9_], at most ALLOY_NAME_MAX */
+	int device_type;  /* enum alloy_device_type it serves */
+
+	/* Required.  align is a power of two >= sizeof(void *). */
+	void *(*alloc)(void *ctx, size_t size, size_t align, unsigned flags);
+	/* Required.  size and align are those given to alloc. */
+	void (*free)(void *ctx, void *ptr, size_t size, size_t align);
+
+	/* Optional: called once at registration; non-zero refuses it. */
+	int (*init)(void *ctx);
+	/* Optional: called once when unregistered. */
+	void (*fini)(void *ctx);
+	/* Optional: resize keeping the first min(old, new) bytes. */
+	void *(*realloc)(void *ctx, void *ptr, size_t old_size,
+			 size_t new_size, size_t align);
+	/* Optional: bytes usable at ptr (>= the size asked for). */
+	size_t (*usable_size)(void *ctx, const void *ptr, size_t size);
+	/* Optional: give cached memory back; returns bytes released or < 0. */
+	long long (*trim)(void *ctx);
+	/* Optional: fill *st (see struct alloy_allocator_stats). */
+	int (*stats)(void *ctx, struct alloy_allocator_stats *st);
+	/*
+	 * Optional: an allocator-specific ALLOY_CONF key, "name.key:value".
+	 * Returns 0, or -EINVAL (unknown key) / -ERANGE (bad value) and
+	 * sets the error message.
+	 */
+	int (*set_option)(void *ctx, const char *key, const char *value);
+
+	/* Optional, device allocators: stream-ordered variants. */
+	void *(*alloc_async)(void *ctx, size_t size, size_t align,
+			     unsigned flags, void *stream);
+	void (*free_async)(void *ctx, void *ptr, size_t size, size_t align,
+			   void *stream);
+	/* Optional: ptr is also used on stream; delay its reuse. */
+	int (*record_stream)(void *ctx, void *ptr, void *stream);
+	/* Optional: write a JSON description of the allocator's state. */
+	int (*snapshot_json)(void *ctx, void (*write)(void *arg, const char *s),
+			     void *arg);
+};
+
+/* The size of the ops struct as of ABI 1.0: minor 0 providers have this. */
+#define ALLOY_ALLOCATOR_OPS_SIZE_1_0 sizeof(struct alloy_allocator_ops)
+
+/* Opaque handle to a registered allocator. */
+struct alloy_allocator;
+
+struct alloy_data_ptr;
+typedef void (*alloy_deleter_fn)(struct alloy_data_ptr *dp);
+
+/*
+ * A block of memory and how to give it back (c10's DataPtr).  Bound when
+ * the block is made; copy it by value only to move ownership.
+ */
+struct alloy_data_ptr {
+	void *ptr;
+	void *ctx;                /* the deleter's context */
+	alloy_deleter_fn deleter; /* NULL: nothing to free */
+	struct alloy_device device;
+	size_t size;  /* bytes asked for */
+	size_t align; /* alignment asked for */
+};
+
+/* An empty DataPtr (ptr NULL, no deleter). */
+#define ALLOY_DATA_PTR_INIT ((struct alloy_data_ptr){ 0 })
+
+/*
+ * Allocate size bytes aligned to align (0 = the configured default) from
+ * allocator a.  On success fills *out and returns 0; otherwise returns
+ * -EINVAL, -EOVERFLOW or -ENOMEM and *out is empty.  size 0 is valid and
+ * yields an empty DataPtr that frees to nothing.
+ */
+int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
+		unsigned flags, struct alloy_data_ptr *out);
+
+/* Give the block back to whoever made it and empty *dp.  NULL-safe. */
+void alloy_data_ptr_free(struct alloy_data_ptr *dp);
+
+/*
+ * Resize a block made by alloy_alloc, keeping its contents, through the
+ * allocator that made it.  On failure *dp is unchanged.
+ */
+int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size);
+
+/* Wrap memory alloy does not own; deleter (may be NULL) frees it. */
+struct alloy_data_ptr alloy_data_ptr_wrap(void *ptr, size_t size,
+					  struct alloy_device device,
+					  alloy_deleter_fn deleter, void *ctx);
+
+/* The allocator that made dp, or NULL if it was wrapped memory. */
+struct alloy_allocator *alloy_data_ptr_allocator(const struct alloy_data_ptr *dp);
+
+/* Accessors for a registered allocator. */
+const char *alloy_allocator_name(const struct alloy_allocator *a);
+int alloy_allocator_device_type(const struct alloy_allocator *a);
+/* "builtin", or the path of the module that provided it. */
+const char *alloy_allocator_origin(const struct alloy_allocator *a);
+/* Blocks made by a and not yet freed. */
+long long alloy_allocator_live_blocks(const struct alloy_allocator *a);
+/* Bytes made by a and not yet freed. */
+long long alloy_allocator_live_bytes(const struct alloy_allocator *a);
+/* The provider's ops (the registry's private copy) and context. */
+const struct alloy_allocator_ops *alloy_allocator_ops(const struct alloy_allocator *a);
+void *alloy_allocator_ctx(const struct alloy_allocator *a);
+
+/* Optional operations, with the registry's fallbacks. */
+size_t alloy_allocator_usable_size(struct alloy_allocator *a, const void *ptr,
+				   size_t size);
+long long alloy_allocator_trim(struct alloy_allocator *a);
+int alloy_allocator_stats(struct alloy_allocator *a,
+			  struct alloy_allocator_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ALLOY_ALLOCATOR_H */

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * alloy/alloy.h - everything alloy installs, in one include.
+ */
+#ifndef ALLOY_ALLOY_H
+#define ALLOY_ALLOY_H
+
+#include <alloy/version.h>
+#include <alloy/error.h>
+#include <alloy/device.h>
+#include <alloy/allocator.h>
+#include <alloy/registry.h>
+#include <alloy/conf.h>
+#include <alloy/context.h>
+
+#endif /* ALLOY_ALLOY_H */

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Quick start, second command: install what is missing, build, run the whole
+# test suite (make check).  With --ci it also repeats the suite in an
+# ASan+UBSan build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci=no
+[ "${1:-}" = "--ci" ] && ci=yes
+bash scripts/deps.sh
+autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+
+run_suite() { # builddir configure-args...
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	(
+		cd "$dir"
+		../configure -q "$@" 2>&1 | grep -v "cannot remove 'core'" || true
+		make -j"$(nproc)" >/dev/null
+		if ! make -j"$(nproc)" check; then
+			cat tests/*.log 2>/dev/null | tail -200
+			exit 1
+		fi
+		# Show the check framework's summary line of each run.
+		grep -h -E '^[0-9]+%: Checks' tests/*.log || true
+	)
+}
+
+run_suite build
+if [ "$ci" = yes ]; then
+	echo "=== again under ASan+UBSan"
+	run_suite build-asan --enable-sanitizers
+fi

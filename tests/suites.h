@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/suites.h - every suite the runner runs, one X(name) each.
+ * tests/test_<name>.c defines Suite *suite_<name>(void).
+ */
+#ifndef ALLOY_TESTS_SUITES_H
+#define ALLOY_TESTS_SUITES_H
+
+#define ALLOY_TEST_SUITES(X) \
+	X(error)             \
+	X(conf)              \
+	X(registry)          \
+	X(default)           \
+	X(context)
+
+#endif /* ALLOY_TESTS_SUITES_H */

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/testutil.c - the test allocator and small helpers.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+struct header {
+	unsigned id;
+	size_t size;
+};
+
+static atomic_uint next_id = 1;
+
+/* The header sits in the align bytes before the block (align >= 16). */
+static size_t header_room(size_t align)
+{
+	return align < sizeof(struct header) ? sizeof(struct header) : align;
+}
+
+static void *ta_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	struct test_alloc *ta = ctx;
+	long n = atomic_fetch_add(&ta->allocs, 1) + 1;
+	long fail = atomic_load(&ta->fail_from);
+	size_t room = header_room(align);
+	char *base;
+
+	if (fail && n >= fail) {
+		atomic_fetch_sub(&ta->allocs, 1);
+		return NULL;
+	}
+	if (posix_memalign((void **)&base, align < sizeof(void *) ? sizeof(void *) : align,
+			   room + size)) {
+		atomic_fetch_sub(&ta->allocs, 1);
+		return NULL;
+	}
+	struct header h = { ta->id, size };
+	memcpy(base + room - sizeof(h), &h, sizeof(h));
+	ta->last_size = size;
+	ta->last_align = align;
+	ta->last_flags = flags;
+	if (flags & ALLOY_ALLOC_ZERO)
+		memset(base + room, 0, size);
+	atomic_fetch_add(&ta->live_bytes, (long)size);
+	return base + room;
+}
+
+static void ta_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	struct test_alloc *ta = ctx;
+	size_t room = header_room(align);
+	char *base = (char *)ptr - room;
+	struct header h;
+
+	memcpy(&h, base + room - sizeof(h), sizeof(h));
+	if (h.id != ta->id || h.size != size)
+		atomic_fetch_add(&ta->bad_frees, 1);
+	atomic_fetch_add(&ta->frees, 1);
+	atomic_fetch_sub(&ta->live_bytes, (long)size);
+	free(base);
+}
+
+struct alloy_allocator_ops test_alloc_ops(const char *name)
+{
+	struct alloy_allocator_ops ops = {
+		.abi_major = ALLOY_ABI_MAJOR,
+		.abi_minor = ALLOY_ABI_MINOR,
+		.struct_size = sizeof(struct alloy_allocator_ops),
+		.name = name,
+		.device_type = ALLOY_DEVICE_CPU,
+		.alloc = ta_alloc,
+		.free = ta_free,
+	};
+	return ops;
+}
+
+struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
+					    const char *name)
+{
+	struct alloy_allocator_ops ops = test_alloc_ops(name);
+	struct alloy_allocator *a = NULL;
+	int rc;
+
+	memset(ta, 0, sizeof(*ta));
+	snprintf(ta->name, sizeof(ta->name), "%s", name);
+	ta->id = atomic_fetch_add(&next_id, 1);
+	rc = alloy_register_allocator(&ops, ta, "test", &a);
+	ck_assert_msg(rc == 0, "registering %s: %d %s", name, rc,
+		      alloy_last_error());
+	return a;
+}
+
+void test_set_conf(const char *conf)
+{
+	if (conf)
+		setenv("ALLOY_CONF", conf, 1);
+	else
+		unsetenv("ALLOY_CONF");
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/testutil.h - helpers shared by the suites, and the test allocator.
+ */
+#ifndef ALLOY_TESTS_TESTUTIL_H
+#define ALLOY_TESTS_TESTUTIL_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <check.h>
+#include <alloy/alloy.h>
+
+/*
+ * A white-box allocator: each block carries its maker's id in a header,
+ * so a block freed by the wrong allocator is caught (bad_frees), and it
+ * can be told to fail from the n-th allocation on.
+ */
+struct test_alloc {
+	char name[ALLOY_NAME_MAX + 1];
+	unsigned id;
+	int device_type;
+	atomic_long allocs;
+	atomic_long frees;
+	atomic_long bad_frees;
+	atomic_long live_bytes;
+	atomic_long fail_from; /* fail allocations numbered >= this; 0 = never */
+	size_t last_size;
+	size_t last_align;
+	unsigned last_flags;
+};
+
+/* Register ta under name (device cpu); aborts the test on failure. */
+struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
+					    const char *name);
+
+/* The ops a test allocator uses, to build variants from. */
+struct alloy_allocator_ops test_alloc_ops(const char *name);
+
+/* Set ALLOY_CONF for the library's first use in this (forked) test. */
+void test_set_conf(const char *conf);
+
+#define ck_assert_ok(expr)                                                   \
+	do {                                                                 \
+		int rc_ = (expr);                                            \
+		ck_assert_msg(rc_ == 0, "%s returned %d: %s", #expr, rc_,    \
+			      alloy_last_error());                           \
+	} while (0)
+
+/* Every suite's constructor, declared once for -Wmissing-prototypes. */
+#include "suites.h"
+#define ALLOY_DECLARE_SUITE(name) Suite *suite_##name(void);
+ALLOY_TEST_SUITES(ALLOY_DECLARE_SUITE)
+
+#endif /* ALLOY_TESTS_TESTUTIL_H */
