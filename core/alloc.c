@@ -21,8 +21,8 @@ void alloy__set_hooks(const struct alloy__hooks *h)
 	atomic_store_explicit(&hooks, h, memory_order_release);
 }
 
-static void count(struct alloy__tls *t, struct alloy_allocator *a,
-		  int event, int64_t bytes)
+static inline void count(struct alloy__tls *t, struct alloy_allocator *a,
+			 int event, int64_t bytes)
 {
 	alloy__tcount_add(t, a->counters + event, 1);
 	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, bytes);
@@ -62,55 +62,81 @@ static bool is_pow2(size_t x)
 	return x && !(x & (x - 1));
 }
 
-/* Allocate from a; the caller is inside an enter/leave section. */
-static int alloc_entered(struct alloy__tls *t, struct alloy_allocator *a,
-			 size_t size, size_t align, unsigned flags,
-			 struct alloy_data_ptr *out)
+/*
+ * Everything unusual about a request, kept out of the hot path: an empty
+ * block (valid), a size that would wrap, an allocator on its way out.
+ */
+static __attribute__((noinline, cold)) int
+alloc_unusual(struct alloy_allocator *a, size_t size, size_t align,
+	      struct alloy_data_ptr *out)
 {
-	const struct alloy__hooks *h;
-	void *p;
-
-	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
-		     ALLOC_LIVE))
+	*out = ALLOY_DATA_PTR_INIT;
+	if (atomic_load_explicit(&a->state, memory_order_relaxed) != ALLOC_LIVE)
 		return alloy__error(-ENODEV, "alloy_alloc",
 				    "allocator \"%s\" is being unregistered",
 				    a->name);
-	if (align == 0)
-		align = (size_t)alloy__conf.align;
-	if (unlikely(!is_pow2(align)))
-		return alloy__error(-EINVAL, "alloy_alloc",
-				    "alignment %zu is not a power of two", align);
-	if (align < sizeof(void *))
-		align = sizeof(void *);
-	if (unlikely(size == 0)) {
+	if (size == 0) {
 		/* A valid empty block: nothing to free, nothing counted. */
 		out->device.type = (int16_t)a->ops.device_type;
 		return 0;
 	}
 	/* Leave room for any rounding an allocator does: never wrap. */
-	if (unlikely(size > (size_t)PTRDIFF_MAX - align))
-		return alloy__error(-EOVERFLOW, "alloy_alloc",
-				    "size %zu with alignment %zu exceeds the largest object (%td bytes)",
-				    size, align, PTRDIFF_MAX);
+	return alloy__error(-EOVERFLOW, "alloy_alloc",
+			    "size %zu with alignment %zu exceeds the largest object (%td bytes)",
+			    size, align, PTRDIFF_MAX);
+}
+
+static __attribute__((noinline, cold)) int
+alloc_failed(struct alloy_allocator *a, size_t size, size_t align,
+	     struct alloy_data_ptr *out)
+{
+	*out = ALLOY_DATA_PTR_INIT;
+	return alloy__error(-ENOMEM, "alloy_alloc",
+			    "allocator \"%s\" could not allocate %zu bytes (alignment %zu)",
+			    a->name, size, align);
+}
+
+/*
+ * Allocate from a.  The caller is inside an enter/leave section, t is not
+ * NULL and align is a power of two >= sizeof(void *).
+ */
+static inline __attribute__((always_inline)) int
+alloc_entered(struct alloy__tls *t, struct alloy_allocator *a,
+				size_t size, size_t align, unsigned flags,
+				struct alloy_data_ptr *out)
+{
+	const struct alloy__hooks *h;
+	void *p;
+
+	/* size - 1 wraps for 0, so one test catches both ends. */
+	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
+			     ALLOC_LIVE ||
+		     size - 1 >= (size_t)PTRDIFF_MAX - align))
+		return alloc_unusual(a, size, align, out);
 	p = a->ops.alloc(a->ctx, size, align, flags);
 	if (unlikely(!p))
-		return alloy__error(-ENOMEM, "alloy_alloc",
-				    "allocator \"%s\" could not allocate %zu bytes (alignment %zu)",
-				    a->name, size, align);
+		return alloc_failed(a, size, align, out);
 	count(t, a, ALLOY__C_ALLOCS, (int64_t)size);
-	out->ptr = p;
-	out->ctx = a;
-	out->device.type = (int16_t)a->ops.device_type;
-	out->size = size;
-	out->align = align;
 	h = atomic_load_explicit(&hooks, memory_order_acquire);
-	if (unlikely(h)) {
-		out->deleter = reported_deleter;
+	*out = (struct alloy_data_ptr){
+		.ptr = p,
+		.ctx = a,
+		.deleter = unlikely(h) ? reported_deleter : allocator_deleter,
+		.device = { .type = (int16_t)a->ops.device_type },
+		.size = size,
+		.align = align,
+	};
+	if (unlikely(h))
 		h->on_alloc(a, out);
-	} else {
-		out->deleter = allocator_deleter;
-	}
 	return 0;
+}
+
+static __attribute__((noinline, cold)) int no_thread_state(const char *func,
+							   struct alloy_data_ptr *out)
+{
+	*out = ALLOY_DATA_PTR_INIT;
+	return alloy__error(-ENOMEM, func,
+			    "no memory for this thread's accounting");
 }
 
 int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
@@ -121,14 +147,23 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 
 	if (unlikely(!out))
 		return alloy__error(-EINVAL, __func__, "out is NULL");
-	*out = ALLOY_DATA_PTR_INIT;
-	if (unlikely(!a))
+	if (unlikely(!a)) {
+		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(-EINVAL, __func__, "allocator is NULL");
+	}
 	alloy__ensure_init();
+	if (align == 0) {
+		align = (size_t)alloy__conf.align;
+	} else if (unlikely(!is_pow2(align))) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-EINVAL, __func__,
+				    "alignment %zu is not a power of two", align);
+	} else if (align < sizeof(void *)) {
+		align = sizeof(void *);
+	}
 	t = alloy__tls_get();
 	if (unlikely(!t))
-		return alloy__error(-ENOMEM, __func__,
-				    "no memory for this thread's accounting");
+		return no_thread_state(__func__, out);
 	alloy__enter(t);
 	rc = alloc_entered(t, a, size, align, flags, out);
 	alloy__leave(t);
@@ -144,15 +179,15 @@ int alloy_alloc_default(int device_type, size_t size, unsigned flags,
 
 	if (unlikely(!out))
 		return alloy__error(-EINVAL, __func__, "out is NULL");
-	*out = ALLOY_DATA_PTR_INIT;
-	if (unlikely((unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT))
+	if (unlikely((unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT)) {
+		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(-EINVAL, __func__, "unknown device type %d",
 				    device_type);
+	}
 	alloy__ensure_init();
 	t = alloy__tls_get();
 	if (unlikely(!t))
-		return alloy__error(-ENOMEM, __func__,
-				    "no memory for this thread's accounting");
+		return no_thread_state(__func__, out);
 	/*
 	 * Read the default inside the section: an unregister that races
 	 * with a swap then waits for us, so the allocator we read stays
@@ -161,15 +196,17 @@ int alloy_alloc_default(int device_type, size_t size, unsigned flags,
 	alloy__enter(t);
 	a = atomic_load_explicit(&alloy__defaults[device_type],
 				 memory_order_acquire);
-	if (likely(a))
-		rc = alloc_entered(t, a, size, 0, flags, out);
-	else
+	if (likely(a)) {
+		/* The configured alignment was validated when parsed. */
+		rc = alloc_entered(t, a, size, (size_t)alloy__conf.align, flags,
+				   out);
+	} else {
+		*out = ALLOY_DATA_PTR_INIT;
 		rc = alloy__error(-ENODEV, __func__,
 				  "no default allocator for %s (is its module loaded?)",
 				  alloy_device_type_name(device_type));
+	}
 	alloy__leave(t);
-	if (!rc)
-		out->device.index = 0;
 	return rc;
 }
 
