@@ -1,0 +1,73 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/test_cli.sh - the alloy command as a user runs it: exit codes,
+# help, configuration errors, JSON output.
+set -u
+ALLOY=${ALLOY:-./alloy}
+pass=0
+fail=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+check() { # description, then a shell condition
+	desc=$1
+	shift
+	if eval "$@"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $desc"
+		echo "  stdout: $(head -c 600 "$out")"
+		echo "  stderr: $(head -c 600 "$err")"
+	fi
+}
+
+run() { # exit status of the alloy command, output in $out/$err
+	"$ALLOY" "$@" >"$out" 2>"$err"
+	echo $?
+}
+
+rc=$(run --help)
+check "--help exits 0" '[ "$rc" = 0 ]'
+check "--help lists the commands" 'grep -q "list" "$out" && grep -q "bench" "$out" && grep -q "Exit status" "$out"'
+rc=$(run conf --help)
+check "per-command help" '[ "$rc" = 0 ] && grep -q "usage: alloy conf" "$out"'
+rc=$(run frobnicate)
+check "unknown command exits 2" '[ "$rc" = 2 ] && grep -q frobnicate "$err"'
+rc=$(run list --bogus)
+check "unknown option exits 2" '[ "$rc" = 2 ] && grep -q -- --bogus "$err"'
+rc=$(run)
+check "no command exits 2" '[ "$rc" = 2 ]'
+
+unset ALLOY_CONF
+rc=$(run conf)
+check "clean conf exits 0" '[ "$rc" = 0 ] && [ ! -s "$err" ]'
+check "conf shows the default allocator" 'grep -Eq "^cpu +default" "$out"'
+
+export ALLOY_CONF="align:48,cpu:default"
+rc=$(run conf)
+check "bad conf exits 1" '[ "$rc" = 1 ]'
+check "one stderr line names the bad part and the fallback" \
+	'[ "$(wc -l <"$err")" = 1 ] && grep -q "align:48" "$err" && grep -q "using 64" "$err"'
+rc=$(run conf --json)
+check "conf --json carries the error" '[ "$rc" = 1 ] && grep -q "\"errors\": \[" "$out" && grep -q "align:48" "$out"'
+
+export ALLOY_CONF="cpu:nosuch"
+rc=$(run demo)
+check "demo with an unknown allocator still completes" '[ "$rc" = 0 ]'
+check "exactly one clear line about nosuch" \
+	'[ "$(grep -c nosuch "$err")" = 1 ] && grep -q "using \"default\"" "$err"'
+check "demo ran on the default allocator" 'grep -q "served by \"default\"" "$out"'
+unset ALLOY_CONF
+
+rc=$(run list --json)
+check "list --json names default as builtin" \
+	'[ "$rc" = 0 ] && grep -q "\"name\": \"default\", \"device\": \"cpu\", \"origin\": \"builtin\"" "$out"'
+rc=$(run bench --quick --json core)
+check "bench --json prints the core ratios" \
+	'[ "$rc" = 0 ] && grep -q "\"metric\": \"worst ratio alloy/direct\"" "$out"'
+rc=$(run bench nosuch)
+check "bench of an unknown benchmark exits 2" '[ "$rc" = 2 ]'
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]
