@@ -4,8 +4,10 @@
  * alloy (default allocator, reporter off) against posix_memalign + free
  * with the same alignment, for sizes from 64 B to 1 MiB.
  *
- * The two are measured in alternating rounds and each keeps its best
- * round, so that a burst of noise on a shared machine hits both alike.
+ * The two are measured in many short alternating chunks and each side
+ * keeps the median of its chunks, so that drift in the heap's state and
+ * bursts of noise on a shared machine hit both alike and a few bad chunks
+ * do not move the result.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 
 #include "bench.h"
 
-#define ROUNDS 9
+#define CHUNKS 101
 
 /* Keep the compiler from dropping the work. */
 static void *volatile sink;
@@ -51,6 +53,13 @@ static double framework_round(size_t size, long iters)
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 static int run_core(const struct bench_opts *opts)
 {
 	static const size_t sizes[] = { 64, 256, 1024, 4096, 16384, 65536,
@@ -62,31 +71,33 @@ static int run_core(const struct bench_opts *opts)
 	if (!def || alloy_set_default(ALLOY_DEVICE_CPU, def))
 		return -1;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		long iters = bench_iters(opts, sizes[s] >= 262144 ? 20000 : 200000);
-		double best_direct = 1e300, best_fw = 1e300, d, f, ratio;
+		long iters = bench_iters(opts, sizes[s] >= 262144 ? 400 : 4000);
+		double direct[CHUNKS], fw[CHUNKS], median_direct, median_fw, ratio;
 		char metric[96];
 
-		for (int r = 0; r < ROUNDS; r++) {
+		for (int r = 0; r < CHUNKS; r++) {
 			/* Alternate who goes first: the heap state is shared. */
 			if (r & 1) {
-				f = framework_round(sizes[s], iters);
-				d = direct_round(sizes[s], align, iters);
+				fw[r] = framework_round(sizes[s], iters);
+				direct[r] = direct_round(sizes[s], align, iters);
 			} else {
-				d = direct_round(sizes[s], align, iters);
-				f = framework_round(sizes[s], iters);
+				direct[r] = direct_round(sizes[s], align, iters);
+				fw[r] = framework_round(sizes[s], iters);
 			}
-			if (d < 0 || f < 0)
+			if (direct[r] < 0 || fw[r] < 0)
 				return -1;
-			best_direct = d < best_direct ? d : best_direct;
-			best_fw = f < best_fw ? f : best_fw;
 		}
-		ratio = best_fw / best_direct;
+		qsort(direct, CHUNKS, sizeof(double), cmp_double);
+		qsort(fw, CHUNKS, sizeof(double), cmp_double);
+		median_direct = direct[CHUNKS / 2];
+		median_fw = fw[CHUNKS / 2];
+		ratio = median_fw / median_direct;
 		worst = ratio > worst ? ratio : worst;
 		snprintf(metric, sizeof(metric), "%zu B direct posix_memalign+free",
 			 sizes[s]);
-		bench_result("core", metric, best_direct, "ns/pair", GOAL_NONE, 0);
+		bench_result("core", metric, median_direct, "ns/pair", GOAL_NONE, 0);
 		snprintf(metric, sizeof(metric), "%zu B alloy alloc+free", sizes[s]);
-		bench_result("core", metric, best_fw, "ns/pair", GOAL_NONE, 0);
+		bench_result("core", metric, median_fw, "ns/pair", GOAL_NONE, 0);
 		snprintf(metric, sizeof(metric), "%zu B ratio alloy/direct", sizes[s]);
 		bench_result("core", metric, ratio, "x", GOAL_AT_MOST, 1.05);
 	}
