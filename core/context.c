@@ -16,7 +16,11 @@
 struct context {
 	struct alloy_context_ops ops;
 	void *ctx;
+	struct context *retired_next;
 };
+
+/* Replaced contexts, kept (and reachable) because a caller may hold one. */
+static struct context *retired;
 
 static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(struct context *) contexts[ALLOY_DEVICE_TYPE_COUNT];
@@ -77,10 +81,12 @@ int alloy_unregister_context(int device_type)
 	alloy__ensure_init();
 	pthread_mutex_lock(&context_lock);
 	c = get(device_type);
-	if (c)
-		/* Left allocated: a concurrent caller may still hold it. */
+	if (c) {
 		atomic_store_explicit(&contexts[device_type], NULL,
 				      memory_order_release);
+		c->retired_next = retired;
+		retired = c;
+	}
 	pthread_mutex_unlock(&context_lock);
 	ALLOY_ENFORCE(c, -ENOENT, "no context for device type %d", device_type);
 	return 0;
