@@ -81,6 +81,7 @@ static void init_once_fn(void)
 		if (alloy__conf.from_env[t])
 			apply_default(t, NULL);
 	alloy_conf_foreach_option(check_option, NULL);
+	alloy__reporter_start();
 
 	initialising = false;
 	atomic_store_explicit(&alloy__initialised, 1, memory_order_release);

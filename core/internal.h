@@ -188,6 +188,9 @@ struct alloy__hooks {
 
 ALLOY_HIDDEN void alloy__set_hooks(const struct alloy__hooks *h);
 
+/* Start the reporter if ALLOY_CONF asks for it (reporter/reporter.c). */
+ALLOY_HIDDEN void alloy__reporter_start(void);
+
 /* ---- modules (core/module.c) -------------------------------------- */
 
 /*

@@ -12,5 +12,6 @@
 #include <alloy/registry.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>
+#include <alloy/reporter.h>
 
 #endif /* ALLOY_ALLOY_H */

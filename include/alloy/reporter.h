@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * alloy/reporter.h - accounting of every allocation made through alloy.
+ *
+ * When the reporter is on (ALLOY_CONF=report:..., log:..., trace:..., or
+ * alloy_reporter_enable()), each block made by alloy_alloc is recorded
+ * with its size, allocator and device, and its free is accounted from
+ * that record, so callers never need to pass the size back.  Counters are
+ * kept per allocator and device: current, peak and total bytes, allocation
+ * and free counts and live blocks.
+ *
+ * Peaks are exact: current bytes are one atomic per (allocator, device)
+ * plus one for the whole process, raised with fetch-add and a
+ * compare-and-swap maximum.  Counts and totals are per thread and summed
+ * on read.  See docs/REPORTER.md.
+ */
+#ifndef ALLOY_REPORTER_H
+#define ALLOY_REPORTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <alloy/allocator.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Distinct (allocator, device) pairs the reporter can tell apart. */
+#define ALLOY_REPORTER_MAX_ENTRIES 64
+
+struct alloy_reporter_counts {
+	uint64_t current_bytes; /* live bytes now */
+	uint64_t peak_bytes;    /* highest current_bytes since reset */
+	uint64_t total_bytes;   /* bytes ever allocated */
+	uint64_t allocs;        /* allocations */
+	uint64_t frees;         /* frees */
+	uint64_t live_blocks;   /* allocs - frees */
+};
+
+struct alloy_reporter_entry {
+	char allocator[ALLOY_NAME_MAX + 1];
+	struct alloy_device device;
+	struct alloy_reporter_counts c;
+};
+
+/*
+ * A snapshot.  Set size = sizeof(struct alloy_reporter_snapshot) and
+ * version = ALLOY_REPORTER_SNAPSHOT_VERSION before the call; the library
+ * fills at most size bytes, so callers built against an older header
+ * still work.
+ */
+struct alloy_reporter_snapshot {
+	uint32_t size;
+	uint32_t version;
+	uint32_t enabled;        /* 1 while recording */
+	uint32_t nentries;       /* valid entries[] */
+	uint64_t unknown_frees;  /* note_free of pointers never seen */
+	uint64_t double_frees;   /* note_free of pointers freed already */
+	uint64_t untracked_frees; /* frees of blocks made while off */
+	struct alloy_reporter_counts total; /* over all entries */
+	struct alloy_reporter_entry entries[ALLOY_REPORTER_MAX_ENTRIES];
+};
+#define ALLOY_REPORTER_SNAPSHOT_VERSION 1
+
+/*
+ * Start recording.  Blocks made before stay unknown to the reporter and
+ * their frees are not counted.  Returns 0 or a negative errno.
+ */
+int alloy_reporter_enable(void);
+
+/*
+ * Stop recording new blocks.  Blocks recorded earlier are still accounted
+ * when freed, so current bytes return to where they were.
+ */
+int alloy_reporter_disable(void);
+
+bool alloy_reporter_enabled(void);
+
+/* Fill *snap (see its comment).  0, or -EINVAL with the message set. */
+int alloy_reporter_snapshot(struct alloy_reporter_snapshot *snap);
+
+/* Set every peak to the current value. */
+void alloy_reporter_reset_peaks(void);
+
+/*
+ * Memory that did not come through alloy_alloc (a caller's own buffers)
+ * may be reported by hand: note_alloc records ptr under allocator name
+ * "external" on device dev, note_free accounts it.  note_free of a
+ * pointer the reporter does not know is counted as unknown (or as a
+ * double free when the pointer was freed recently) and returns -ENOENT
+ * (-EALREADY for a double free); it never crashes.
+ */
+int alloy_reporter_note_alloc(const void *ptr, size_t size,
+			      struct alloy_device dev);
+int alloy_reporter_note_free(const void *ptr);
+
+enum alloy_report_format {
+	ALLOY_REPORT_TEXT = 0,
+	ALLOY_REPORT_JSON = 1,
+};
+
+/*
+ * Write the summary table (and, with leaks set, the list of live blocks)
+ * through write(arg, text), as jemalloc's malloc_stats_print does.  write
+ * NULL means stderr.
+ */
+int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
+			 enum alloy_report_format format, bool leaks);
+
+/* Flush the trace and event log to their files now. */
+int alloy_reporter_flush(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ALLOY_REPORTER_H */

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reporter/internal.h - what the files of the reporter share.
+ *
+ * reporter.c   enable/disable, the hooks, per-(allocator, device) counters
+ * ptrtable.c   the sharded table of live blocks
+ * stream.c     bounded, line-buffered output for the trace and event log
+ * print.c      the summary and leak report in text or JSON
+ */
+#ifndef ALLOY_REPORTER_INTERNAL_H
+#define ALLOY_REPORTER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <alloy/reporter.h>
+
+#include "core/internal.h"
+
+/* ---- counters per (allocator, device) ------------------------------ */
+
+/* tcount slots of an entry, at base + REP_C_*. */
+enum { REP_C_ALLOCS = 0, REP_C_FREES, REP_C_TOTAL, REP_C_COUNT };
+
+struct rep_entry {
+	_Atomic uint64_t key; /* 0: unused; see entry_key() in reporter.c */
+	atomic_bool ready;    /* name, device and slots are valid */
+	int slots;            /* first tcount slot */
+	struct alloy_device device;
+	char name[ALLOY_NAME_MAX + 1];
+	/* Written by every allocation: a line of its own. */
+	_Alignas(64) _Atomic int64_t current;
+	_Atomic int64_t peak;
+};
+
+/* The entries, indexed by the number ptrtable records carry. */
+extern ALLOY_HIDDEN struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
+
+/* Read the counts of one entry (sums over threads). */
+ALLOY_HIDDEN void alloy__rep_entry_counts(const struct rep_entry *e,
+					  struct alloy_reporter_counts *c);
+
+/* ---- the table of live blocks (ptrtable.c) -------------------------- */
+
+#define REP_MAX_FRAMES 16
+
+struct rep_block {
+	uintptr_t ptr; /* 0: empty slot */
+	uint64_t size;
+	uint16_t entry;   /* index into alloy__rep_entries */
+	uint16_t nframes; /* allocation site, with backtrace:1 */
+	uint32_t align;
+	void **frames;
+};
+
+/* Record a live block; 0, or -ENOMEM (then it is simply not recorded). */
+ALLOY_HIDDEN int alloy__ptrtable_insert(const struct rep_block *b);
+
+/*
+ * Remove ptr and copy its record to *out: 0; -ENOENT never seen;
+ * -EALREADY freed recently (a double free).  The caller owns out->frames.
+ */
+ALLOY_HIDDEN int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out);
+
+/*
+ * Call fn for each live block, one shard locked at a time, until it
+ * returns non-zero.
+ */
+ALLOY_HIDDEN int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b,
+						   void *arg),
+					 void *arg);
+
+/* ---- output streams (stream.c) ------------------------------------- */
+
+/*
+ * A file written in whole lines through a bounded buffer.  Lines are
+ * appended under the stream's lock and the buffer is written out when
+ * it is full, when flush_ns has passed since the last write, or on
+ * request, so the file always ends in a complete line.
+ */
+struct rep_stream {
+	pthread_mutex_t lock;
+	int fd;          /* -1: closed */
+	bool own_fd;     /* opened by us (not stderr/stdout) */
+	bool line_flush; /* write every line at once (terminals, stderr) */
+	char *buf;
+	size_t len, cap;
+	uint64_t last_flush_ns;
+	uint64_t flush_ns;
+	uint64_t lines;
+	int error; /* first write error (negative errno), or 0 */
+};
+
+/* "stderr", "stdout" or a path (truncated).  0 or -errno + message. */
+ALLOY_HIDDEN int alloy__stream_open(struct rep_stream *s, const char *where,
+				    size_t cap);
+/* Append one line (without its '\n'); now_ns drives the periodic flush. */
+ALLOY_HIDDEN void alloy__stream_line(struct rep_stream *s, const char *line,
+				     size_t len, uint64_t now_ns);
+ALLOY_HIDDEN int alloy__stream_flush(struct rep_stream *s);
+ALLOY_HIDDEN void alloy__stream_close(struct rep_stream *s);
+
+/* Monotonic nanoseconds. */
+ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);
+
+/* ---- printing (print.c) --------------------------------------------- */
+
+/* Format the device as "cpu:0" into buf. */
+ALLOY_HIDDEN const char *alloy__rep_device_str(struct alloy_device d,
+					       char *buf, size_t len);
+
+/* Called by init.c once ALLOY_CONF is parsed (declared in core). */
+ALLOY_HIDDEN void alloy__reporter_start(void);
+
+#endif /* ALLOY_REPORTER_INTERNAL_H */

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reporter/ptrtable.c - the table of live blocks, in 64 shards.
+ *
+ * A pointer hashes to one shard; each shard is an open-addressing table
+ * with linear probing and its own spinlock, so two threads only meet when
+ * their pointers land in the same shard.  Deletion shifts the following
+ * run back instead of leaving tombstones, so the table never fills with
+ * dead slots.  Each shard also remembers its last REP_RECENT frees, which
+ * is how a second free of the same pointer is told from a pointer the
+ * reporter never saw.
+ *
+ * The table's memory comes from libc, never from alloy: the reporter
+ * must not report itself.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define NSHARDS 64
+#define REP_RECENT 32
+#define MIN_CAP 64
+
+struct shard {
+	atomic_flag lock;
+	size_t cap; /* power of two, or 0 */
+	size_t used;
+	struct rep_block *slots;
+	unsigned recent_next;
+	uintptr_t recent[REP_RECENT];
+} __attribute__((aligned(64)));
+
+static struct shard shards[NSHARDS];
+
+/* splitmix64's finaliser: every bit of the pointer reaches the low bits. */
+static uint64_t hash_ptr(uintptr_t p)
+{
+	uint64_t x = (uint64_t)p;
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static void shard_lock(struct shard *s)
+{
+	int spins = 0;
+
+	while (atomic_flag_test_and_set_explicit(&s->lock,
+						 memory_order_acquire))
+		if (++spins > 64) {
+			sched_yield();
+			spins = 0;
+		}
+}
+
+static void shard_unlock(struct shard *s)
+{
+	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+}
+
+static struct shard *shard_of(uintptr_t p, uint64_t *h)
+{
+	*h = hash_ptr(p);
+	return &shards[*h & (NSHARDS - 1)];
+}
+
+static size_t home(uint64_t h, size_t cap)
+{
+	return (size_t)(h >> 6) & (cap - 1);
+}
+
+/* Place b in slots (known not to hold it); cap has room. */
+static void place(struct rep_block *slots, size_t cap, const struct rep_block *b)
+{
+	size_t i = home(hash_ptr(b->ptr), cap);
+
+	while (slots[i].ptr)
+		i = (i + 1) & (cap - 1);
+	slots[i] = *b;
+}
+
+/* Double the shard's table (or make its first); under the lock. */
+static int grow(struct shard *s)
+{
+	size_t cap = s->cap ? 2 * s->cap : MIN_CAP;
+	struct rep_block *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->slots[i].ptr)
+			place(n, cap, &s->slots[i]);
+	free(s->slots);
+	s->slots = n;
+	s->cap = cap;
+	return 0;
+}
+
+/* Forget ptr from the recent frees (it is live again). */
+static void forget_recent(struct shard *s, uintptr_t ptr)
+{
+	for (int i = 0; i < REP_RECENT; i++)
+		if (s->recent[i] == ptr)
+			s->recent[i] = 0;
+}
+
+int alloy__ptrtable_insert(const struct rep_block *b)
+{
+	uint64_t h;
+	struct shard *s = shard_of(b->ptr, &h);
+	size_t i;
+
+	shard_lock(s);
+	/* Keep the load at most one half: probes stay short. */
+	if (2 * (s->used + 1) > s->cap && grow(s)) {
+		shard_unlock(s);
+		return -ENOMEM;
+	}
+	for (i = home(h, s->cap); s->slots[i].ptr; i = (i + 1) & (s->cap - 1))
+		if (s->slots[i].ptr == b->ptr)
+			break;
+	/* A pointer already live can only be one the reporter missed freeing. */
+	if (s->slots[i].ptr == b->ptr)
+		free(s->slots[i].frames);
+	else
+		s->used++;
+	s->slots[i] = *b;
+	forget_recent(s, b->ptr);
+	shard_unlock(s);
+	return 0;
+}
+
+/* Remove slot i and shift back the run that follows it. */
+static void delete_at(struct shard *s, size_t i)
+{
+	size_t mask = s->cap - 1;
+	size_t j = i;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!s->slots[j].ptr)
+			break;
+		size_t k = home(hash_ptr(s->slots[j].ptr), s->cap);
+
+		/* Move j to the hole at i unless its home lies in (i, j]. */
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			s->slots[i] = s->slots[j];
+			i = j;
+		}
+	}
+	memset(&s->slots[i], 0, sizeof(s->slots[i]));
+	s->used--;
+}
+
+int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
+{
+	uint64_t h;
+	struct shard *s = shard_of(ptr, &h);
+	int rc = -ENOENT;
+
+	shard_lock(s);
+	if (s->cap) {
+		for (size_t i = home(h, s->cap); s->slots[i].ptr;
+		     i = (i + 1) & (s->cap - 1)) {
+			if (s->slots[i].ptr != ptr)
+				continue;
+			*out = s->slots[i];
+			delete_at(s, i);
+			s->recent[s->recent_next++ % REP_RECENT] = ptr;
+			rc = 0;
+			break;
+		}
+	}
+	if (rc) {
+		for (int i = 0; i < REP_RECENT; i++)
+			if (s->recent[i] == ptr && ptr)
+				rc = -EALREADY;
+	}
+	shard_unlock(s);
+	return rc;
+}
+
+int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b, void *arg),
+			    void *arg)
+{
+	int rc = 0;
+
+	for (int n = 0; n < NSHARDS && !rc; n++) {
+		struct shard *s = &shards[n];
+
+		shard_lock(s);
+		for (size_t i = 0; i < s->cap && !rc; i++)
+			if (s->slots[i].ptr)
+				rc = fn(&s->slots[i], arg);
+		shard_unlock(s);
+	}
+	return rc;
+}

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reporter/reporter.c - recording every allocation: the hooks core calls,
+ * the counters per (allocator, device), enable/disable and the exit report.
+ *
+ * The hot path takes no global lock.  A block goes into the sharded
+ * pointer table (one shard's spinlock), its counts and total go to this
+ * thread's tcount slots, and its bytes to two atomics, the entry's and
+ * the process's current bytes, whose fetch-add result feeds a CAS-max
+ * peak.  That keeps peaks exact (every intermediate value of current is
+ * seen by exactly one thread) at the price of one shared cache line per
+ * entry; docs/REPORTER.md has the measured cost.
+ *
+ * Only the trace and the event log serialise, on their own stream lock,
+ * and only when they are configured.
+ */
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "core/conf.h"
+
+struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
+
+#define TRACE_BUF (64 * 1024)
+#define LOG_BUF (16 * 1024)
+#define TRACE_VERSION 1
+
+static struct {
+	pthread_once_t once;
+	int init_rc;
+	int slots;                 /* first of MAX_ENTRIES * REP_C_COUNT */
+	pthread_mutex_t lock;      /* entry creation, enable/disable */
+	atomic_bool enabled;
+	bool started;              /* hooks installed at least once */
+	bool backtrace;
+	atomic_bool tracing, logging;
+	struct rep_stream trace, log;
+	uint64_t t0_ns;            /* trace time origin */
+	_Atomic uint64_t unknown_frees, double_frees, untracked_frees;
+	_Alignas(64) _Atomic int64_t current; /* over all entries */
+	_Atomic int64_t peak;
+} R = {
+	.once = PTHREAD_ONCE_INIT,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static __thread long my_tid;
+
+static long thread_id(void)
+{
+	if (!my_tid)
+		my_tid = (long)syscall(SYS_gettid);
+	return my_tid;
+}
+
+static void init_once(void)
+{
+	R.slots = alloy__tcount_reserve(ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT);
+	R.init_rc = R.slots < 0 ? R.slots : 0;
+}
+
+static int reporter_init(void)
+{
+	alloy__ensure_init();
+	pthread_once(&R.once, init_once);
+	if (R.init_rc)
+		return alloy__error(R.init_rc, "alloy_reporter_enable",
+				    "no counter slots left for the reporter");
+	return 0;
+}
+
+/* ---- entries ------------------------------------------------------- */
+
+/*
+ * An allocator is known by its registration serial, not its table slot,
+ * so one registered later in the same slot gets an entry of its own.
+ * Serial 0 is "external" (note_alloc).  The top bit keeps keys non-zero.
+ */
+static uint64_t entry_key(unsigned long serial, struct alloy_device d)
+{
+	return (1ULL << 63) | ((uint64_t)serial << 24) |
+	       ((uint64_t)(uint8_t)d.type << 16) | (uint16_t)d.index;
+}
+
+static struct rep_entry *entry_make(uint64_t key, const char *name,
+				    struct alloy_device d)
+{
+	struct rep_entry *e = NULL;
+	size_t n = ALLOY_REPORTER_MAX_ENTRIES;
+
+	pthread_mutex_lock(&R.lock);
+	for (size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL >> 58), k = 0; k < n;
+	     k++, i = (i + 1) % n) {
+		uint64_t have = atomic_load(&alloy__rep_entries[i].key);
+
+		if (have == key || !have) {
+			e = &alloy__rep_entries[i];
+			break;
+		}
+	}
+	if (e && !atomic_load(&e->key)) {
+		int base = R.slots + (int)(e - alloy__rep_entries) * REP_C_COUNT;
+
+		snprintf(e->name, sizeof(e->name), "%s", name);
+		e->device = d;
+		e->slots = base;
+		for (int c = 0; c < REP_C_COUNT; c++)
+			alloy__tcount_zero(base + c);
+		atomic_store(&e->current, 0);
+		atomic_store(&e->peak, 0);
+		atomic_store_explicit(&e->key, key, memory_order_release);
+		atomic_store_explicit(&e->ready, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&R.lock);
+	return e;
+}
+
+/* The entry of (serial, device), made on first use; NULL when full. */
+static struct rep_entry *entry_get(unsigned long serial, const char *name,
+				   struct alloy_device d)
+{
+	uint64_t key = entry_key(serial, d);
+	size_t n = ALLOY_REPORTER_MAX_ENTRIES;
+
+	/* Same probe order as entry_make: the table only ever fills up. */
+	for (size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL >> 58), k = 0; k < n;
+	     k++, i = (i + 1) % n) {
+		struct rep_entry *e = &alloy__rep_entries[i];
+		uint64_t have = atomic_load_explicit(&e->key, memory_order_acquire);
+
+		if (have == key)
+			return e;
+		if (!have)
+			break;
+	}
+	return entry_make(key, name, d);
+}
+
+void alloy__rep_entry_counts(const struct rep_entry *e,
+			     struct alloy_reporter_counts *c)
+{
+	int64_t frees = alloy__tcount_sum(e->slots + REP_C_FREES);
+	int64_t allocs = alloy__tcount_sum(e->slots + REP_C_ALLOCS);
+
+	c->current_bytes = (uint64_t)atomic_load(&e->current);
+	c->peak_bytes = (uint64_t)atomic_load(&e->peak);
+	c->total_bytes = (uint64_t)alloy__tcount_sum(e->slots + REP_C_TOTAL);
+	c->allocs = (uint64_t)allocs;
+	c->frees = (uint64_t)frees;
+	c->live_blocks = allocs > frees ? (uint64_t)(allocs - frees) : 0;
+}
+
+static void raise_peak(_Atomic int64_t *peak, int64_t v)
+{
+	int64_t p = atomic_load_explicit(peak, memory_order_relaxed);
+
+	while (v > p && !atomic_compare_exchange_weak_explicit(
+				peak, &p, v, memory_order_relaxed,
+				memory_order_relaxed))
+		;
+}
+
+/* Count one allocation (bytes > 0) or free (bytes < 0); the new total. */
+static int64_t account(struct rep_entry *e, int64_t bytes)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	int64_t cur, all;
+
+	if (bytes >= 0) {
+		alloy__tcount_add(t, e->slots + REP_C_ALLOCS, 1);
+		alloy__tcount_add(t, e->slots + REP_C_TOTAL, bytes);
+	} else {
+		alloy__tcount_add(t, e->slots + REP_C_FREES, 1);
+	}
+	cur = atomic_fetch_add_explicit(&e->current, bytes,
+					memory_order_relaxed) + bytes;
+	all = atomic_fetch_add_explicit(&R.current, bytes,
+					memory_order_relaxed) + bytes;
+	if (bytes > 0) {
+		raise_peak(&e->peak, cur);
+		raise_peak(&R.peak, all);
+	}
+	return all;
+}
+
+/* ---- trace and event log --------------------------------------------- */
+
+const char *alloy__rep_device_str(struct alloy_device d, char *buf, size_t len)
+{
+	const char *t = alloy_device_type_name(d.type);
+
+	if (t)
+		snprintf(buf, len, "%s:%d", t, d.index);
+	else
+		snprintf(buf, len, "type%d:%d", d.type, d.index);
+	return buf;
+}
+
+/* One event line into the trace (format: docs/TRACE-FORMAT.md). */
+static void emit(char op, uintptr_t ptr, const struct rep_block *b,
+		 const struct rep_entry *e, int64_t total)
+{
+	uint64_t now = alloy__rep_now_ns();
+	char line[256], dev[32];
+	int n;
+
+	if (atomic_load_explicit(&R.tracing, memory_order_relaxed)) {
+		if (b)
+			n = snprintf(line, sizeof(line),
+				     "%c %llu %ld %#llx %llu %u %s %s", op,
+				     (unsigned long long)(now - R.t0_ns),
+				     thread_id(), (unsigned long long)ptr,
+				     (unsigned long long)b->size, b->align,
+				     e->name,
+				     alloy__rep_device_str(e->device, dev,
+							   sizeof(dev)));
+		else
+			n = snprintf(line, sizeof(line), "%c %llu %ld %#llx",
+				     op, (unsigned long long)(now - R.t0_ns),
+				     thread_id(), (unsigned long long)ptr);
+		alloy__stream_line(&R.trace, line, (size_t)n, now);
+	}
+	if (atomic_load_explicit(&R.logging, memory_order_relaxed)) {
+		if (b)
+			n = snprintf(line, sizeof(line),
+				     "alloy: %s %llu bytes %s %s (%s), total %lld bytes",
+				     op == 'a' ? "alloc" : "free",
+				     (unsigned long long)b->size,
+				     op == 'a' ? "from" : "to", e->name,
+				     alloy__rep_device_str(e->device, dev,
+							   sizeof(dev)),
+				     (long long)total);
+		else
+			n = snprintf(line, sizeof(line),
+				     "alloy: %s free of %#llx",
+				     op == 'd' ? "double" : "unknown",
+				     (unsigned long long)ptr);
+		alloy__stream_line(&R.log, line, (size_t)n, now);
+	}
+}
+
+static bool emitting(void)
+{
+	return atomic_load_explicit(&R.tracing, memory_order_relaxed) ||
+	       atomic_load_explicit(&R.logging, memory_order_relaxed);
+}
+
+/* ---- recording ----------------------------------------------------- */
+
+static void record_alloc(struct rep_entry *e, const void *ptr, size_t size,
+			 size_t align)
+{
+	struct rep_block b = {
+		.ptr = (uintptr_t)ptr,
+		.size = size,
+		.entry = (uint16_t)(e - alloy__rep_entries),
+		.align = align <= UINT32_MAX ? (uint32_t)align : 0,
+	};
+	int64_t total;
+
+	if (R.backtrace) {
+		void *frames[REP_MAX_FRAMES + 2];
+		int n = backtrace(frames, REP_MAX_FRAMES + 2);
+
+		/* Skip this function and the hook: start at the caller. */
+		if (n > 2 && (b.frames = malloc((size_t)(n - 2) * sizeof(void *)))) {
+			memcpy(b.frames, frames + 2, (size_t)(n - 2) * sizeof(void *));
+			b.nframes = (uint16_t)(n - 2);
+		}
+	}
+	if (alloy__ptrtable_insert(&b)) {
+		/* Not recorded at all, so its free will not be counted either. */
+		free(b.frames);
+		return;
+	}
+	total = account(e, (int64_t)size);
+	if (unlikely(emitting()))
+		emit('a', b.ptr, &b, e, total);
+}
+
+/* Account the free of ptr; the table's record says what it was. */
+static int record_free(const void *ptr, bool by_hand)
+{
+	struct rep_block b;
+	int rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
+	struct rep_entry *e;
+	int64_t total;
+
+	if (rc) {
+		if (!by_hand) {
+			/* Made while recording was off: not ours to count. */
+			atomic_fetch_add(&R.untracked_frees, 1);
+			return 0;
+		}
+		atomic_fetch_add(rc == -EALREADY ? &R.double_frees :
+						   &R.unknown_frees, 1);
+		if (emitting())
+			emit(rc == -EALREADY ? 'd' : 'u', (uintptr_t)ptr, NULL,
+			     NULL, 0);
+		return rc;
+	}
+	free(b.frames);
+	e = &alloy__rep_entries[b.entry];
+	total = account(e, -(int64_t)b.size);
+	if (unlikely(emitting()))
+		emit('f', b.ptr, &b, e, total);
+	return 0;
+}
+
+static void hook_alloc(struct alloy_allocator *a, const struct alloy_data_ptr *dp)
+{
+	struct rep_entry *e = entry_get(a->serial, a->name, dp->device);
+
+	if (likely(e))
+		record_alloc(e, dp->ptr, dp->size, dp->align);
+}
+
+static void hook_free(struct alloy_allocator *a, const struct alloy_data_ptr *dp)
+{
+	(void)a;
+	record_free(dp->ptr, false);
+}
+
+static void hook_alloc_off(struct alloy_allocator *a,
+			   const struct alloy_data_ptr *dp)
+{
+	(void)a;
+	(void)dp;
+}
+
+/* Recording. */
+static const struct alloy__hooks on_hooks = {
+	.on_alloc = hook_alloc,
+	.on_free = hook_free,
+};
+
+/* Off after having been on: blocks recorded earlier are still accounted. */
+static const struct alloy__hooks draining_hooks = {
+	.on_alloc = hook_alloc_off,
+	.on_free = hook_free,
+};
+
+int alloy_reporter_enable(void)
+{
+	int rc = reporter_init();
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&R.lock);
+	R.backtrace = alloy__conf.backtrace;
+	R.started = true;
+	atomic_store(&R.enabled, true);
+	alloy__set_hooks(&on_hooks);
+	pthread_mutex_unlock(&R.lock);
+	return 0;
+}
+
+int alloy_reporter_disable(void)
+{
+	alloy__ensure_init();
+	pthread_mutex_lock(&R.lock);
+	atomic_store(&R.enabled, false);
+	if (R.started)
+		alloy__set_hooks(&draining_hooks);
+	pthread_mutex_unlock(&R.lock);
+	return 0;
+}
+
+bool alloy_reporter_enabled(void)
+{
+	return atomic_load(&R.enabled);
+}
+
+int alloy_reporter_note_alloc(const void *ptr, size_t size,
+			      struct alloy_device dev)
+{
+	struct rep_entry *e;
+	int rc = reporter_init();
+
+	if (rc)
+		return rc;
+	ALLOY_ENFORCE(ptr, -EINVAL, "ptr is NULL");
+	ALLOY_ENFORCE(size <= INT64_MAX, -EOVERFLOW, "size %zu is too large",
+		      size);
+	if (!atomic_load(&R.enabled))
+		return 0;
+	e = entry_get(0, "external", dev);
+	ALLOY_ENFORCE(e, -ENOSPC, "more than %d allocator/device pairs",
+		      ALLOY_REPORTER_MAX_ENTRIES);
+	record_alloc(e, ptr, size, 1);
+	return 0;
+}
+
+int alloy_reporter_note_free(const void *ptr)
+{
+	int rc = reporter_init();
+
+	if (rc)
+		return rc;
+	if (!ptr)
+		return 0; /* free(NULL) is no free */
+	rc = record_free(ptr, true);
+	if (rc == -EALREADY)
+		return alloy__error(rc, __func__, "double free of %p", ptr);
+	if (rc)
+		return alloy__error(rc, __func__,
+				    "free of %p, which the reporter never saw allocated",
+				    ptr);
+	return 0;
+}
+
+/* ---- reading ------------------------------------------------------- */
+
+int alloy_reporter_snapshot(struct alloy_reporter_snapshot *snap)
+{
+	static struct alloy_reporter_snapshot s;
+	static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+	uint32_t size;
+	int rc;
+
+	ALLOY_ENFORCE(snap, -EINVAL, "snap is NULL");
+	ALLOY_ENFORCE(snap->size >= 2 * sizeof(uint32_t), -EINVAL,
+		      "snapshot header size %u is too small", snap->size);
+	rc = reporter_init();
+	if (rc)
+		return rc;
+	size = snap->size < sizeof(s) ? snap->size : (uint32_t)sizeof(s);
+	/* Built in a static to keep 8 KiB off the caller's stack. */
+	pthread_mutex_lock(&snap_lock);
+	memset(&s, 0, sizeof(s));
+	s.size = size;
+	s.version = ALLOY_REPORTER_SNAPSHOT_VERSION;
+	s.enabled = atomic_load(&R.enabled);
+	s.unknown_frees = atomic_load(&R.unknown_frees);
+	s.double_frees = atomic_load(&R.double_frees);
+	s.untracked_frees = atomic_load(&R.untracked_frees);
+	for (int i = 0; i < ALLOY_REPORTER_MAX_ENTRIES; i++) {
+		const struct rep_entry *e = &alloy__rep_entries[i];
+		struct alloy_reporter_entry *o = &s.entries[s.nentries];
+
+		if (!atomic_load_explicit(&e->ready, memory_order_acquire))
+			continue;
+		memcpy(o->allocator, e->name, sizeof(o->allocator));
+		o->device = e->device;
+		alloy__rep_entry_counts(e, &o->c);
+		s.total.total_bytes += o->c.total_bytes;
+		s.total.allocs += o->c.allocs;
+		s.total.frees += o->c.frees;
+		s.total.live_blocks += o->c.live_blocks;
+		s.nentries++;
+	}
+	s.total.current_bytes = (uint64_t)atomic_load(&R.current);
+	s.total.peak_bytes = (uint64_t)atomic_load(&R.peak);
+	memcpy(snap, &s, size);
+	pthread_mutex_unlock(&snap_lock);
+	return 0;
+}
+
+void alloy_reporter_reset_peaks(void)
+{
+	for (int i = 0; i < ALLOY_REPORTER_MAX_ENTRIES; i++) {
+		struct rep_entry *e = &alloy__rep_entries[i];
+
+		atomic_store(&e->peak, atomic_load(&e->current));
+	}
+	atomic_store(&R.peak, atomic_load(&R.current));
+}
+
+int alloy_reporter_flush(void)
+{
+	int rc = 0;
+
+	if (atomic_load(&R.tracing))
+		rc = alloy__stream_flush(&R.trace);
+	if (atomic_load(&R.logging) && !rc)
+		rc = alloy__stream_flush(&R.log);
+	if (rc)
+		return alloy__error(rc, __func__, "writing: %s", strerror(-rc));
+	return 0;
+}
+
+/* ---- configured start and the exit report --------------------------- */
+
+static void write_file(void *arg, const char *text)
+{
+	fputs(text, arg);
+}
+
+static void at_exit(void)
+{
+	char line[64];
+	int n;
+
+	if (atomic_load(&R.tracing)) {
+		n = snprintf(line, sizeof(line), "end %llu %llu",
+			     (unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
+			     (unsigned long long)(R.trace.lines - 2));
+		atomic_store(&R.tracing, false);
+		alloy__stream_line(&R.trace, line, (size_t)n, 0);
+		alloy__stream_close(&R.trace);
+	}
+	if (atomic_load(&R.logging)) {
+		atomic_store(&R.logging, false);
+		alloy__stream_close(&R.log);
+	}
+	if (alloy__conf.report[0]) {
+		const char *where = alloy__conf.report;
+		bool std = !strcmp(where, "stderr") || !strcmp(where, "stdout");
+		FILE *f = !strcmp(where, "stderr") ? stderr :
+			  !strcmp(where, "stdout") ? stdout : fopen(where, "w");
+		bool json = !strcmp(alloy__conf.report_format, "json");
+
+		if (!f) {
+			fprintf(stderr, "alloy: report: cannot open \"%s\"\n", where);
+			return;
+		}
+		alloy_reporter_print(write_file, f,
+				     json ? ALLOY_REPORT_JSON : ALLOY_REPORT_TEXT,
+				     true);
+		if (std)
+			fflush(f);
+		else
+			fclose(f);
+	}
+}
+
+static void start_trace(const char *where)
+{
+	char line[160];
+	int n;
+
+	if (alloy__stream_open(&R.trace, where, TRACE_BUF)) {
+		alloy__conf_report("trace:%s: %s; no trace written", where,
+				   alloy_last_error());
+		return;
+	}
+	R.t0_ns = alloy__rep_now_ns();
+	n = snprintf(line, sizeof(line),
+		     "alloy-trace %d pid=%ld clock=monotonic unit=ns", TRACE_VERSION,
+		     (long)getpid());
+	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
+	n = snprintf(line, sizeof(line),
+		     "# op t_ns thread block size align allocator device");
+	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
+	atomic_store(&R.tracing, true);
+}
+
+void alloy__reporter_start(void)
+{
+	const struct alloy__conf *c = &alloy__conf;
+
+	if (!c->report[0] && !c->log[0] && !c->trace[0])
+		return;
+	if (c->trace[0])
+		start_trace(c->trace);
+	if (c->log[0]) {
+		if (alloy__stream_open(&R.log, c->log, LOG_BUF))
+			alloy__conf_report("log:%s: %s; no event log", c->log,
+					   alloy_last_error());
+		else
+			atomic_store(&R.logging, true);
+	}
+	if (alloy_reporter_enable()) {
+		alloy__conf_report("report: %s; the reporter is off",
+				   alloy_last_error());
+		return;
+	}
+	atexit(at_exit);
+}
