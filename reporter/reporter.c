@@ -320,10 +320,33 @@ static void hook_alloc(struct alloy_allocator *a, const struct alloy_data_ptr *d
 		record_alloc(e, dp->ptr, dp->size, dp->align);
 }
 
+/*
+ * Once recording is off and the last recorded block is gone, the hooks
+ * can go too, so that a reporter switched off costs nothing at all.
+ * current is 0 exactly when no recorded block is live (sizes are > 0).
+ */
+static void maybe_unhook(void)
+{
+	if (atomic_load(&R.enabled) || atomic_load(&R.current))
+		return;
+	pthread_mutex_lock(&R.lock);
+	if (!atomic_load(&R.enabled) && !atomic_load(&R.current))
+		alloy__set_hooks(NULL);
+	pthread_mutex_unlock(&R.lock);
+}
+
 static void hook_free(struct alloy_allocator *a, const struct alloy_data_ptr *dp)
 {
 	(void)a;
 	record_free(dp->ptr, false);
+}
+
+static void hook_free_off(struct alloy_allocator *a,
+			  const struct alloy_data_ptr *dp)
+{
+	(void)a;
+	record_free(dp->ptr, false);
+	maybe_unhook();
 }
 
 static void hook_alloc_off(struct alloy_allocator *a,
@@ -342,7 +365,7 @@ static const struct alloy__hooks on_hooks = {
 /* Off after having been on: blocks recorded earlier are still accounted. */
 static const struct alloy__hooks draining_hooks = {
 	.on_alloc = hook_alloc_off,
-	.on_free = hook_free,
+	.on_free = hook_free_off,
 };
 
 int alloy_reporter_enable(void)
@@ -368,6 +391,14 @@ int alloy_reporter_disable(void)
 	if (R.started)
 		alloy__set_hooks(&draining_hooks);
 	pthread_mutex_unlock(&R.lock);
+	/*
+	 * Allocation hooks run inside grace-period sections: after this no
+	 * thread is still recording with the old hooks, and if nothing
+	 * recorded is live the hooks can go.
+	 */
+	alloy__synchronize();
+	if (R.started)
+		maybe_unhook();
 	return 0;
 }
 

@@ -14,6 +14,8 @@ static const struct cli_command *const commands[] = {
 	&cmd_conf,
 	&cmd_demo,
 	&cmd_bench,
+	&cmd_report,
+	&cmd_replay,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

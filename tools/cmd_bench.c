@@ -14,6 +14,7 @@
 
 static const struct bench *const benches[] = {
 	&bench_core,
+	&bench_reporter,
 };
 
 #define NBENCHES (sizeof(benches) / sizeof(benches[0]))
