@@ -11,6 +11,11 @@ int alloy__register_builtin_allocators(void)
 {
 	static int (*const builtins[])(void) = {
 		alloy__register_default_allocator,
+		/* the wrappers need their inner, "default", registered first */
+		alloy__register_fail_allocator,
+		alloy__register_debug_allocator,
+		/* then their inners, which may be each other */
+		alloy__wrap_resolve_inners,
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++) {

@@ -8,5 +8,8 @@
 #include "core/internal.h"
 
 ALLOY_HIDDEN int alloy__register_default_allocator(void);
+ALLOY_HIDDEN int alloy__register_fail_allocator(void);
+ALLOY_HIDDEN int alloy__register_debug_allocator(void);
+ALLOY_HIDDEN int alloy__wrap_resolve_inners(void);
 
 #endif /* ALLOY_ALLOCATORS_BUILTIN_H */

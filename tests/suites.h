@@ -11,6 +11,8 @@
 	X(conf)              \
 	X(registry)          \
 	X(default)           \
-	X(context)
+	X(context)            \
+	X(fail)               \
+	X(debug)
 
 #endif /* ALLOY_TESTS_SUITES_H */

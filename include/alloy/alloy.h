@@ -13,5 +13,7 @@
 #include <alloy/conf.h>
 #include <alloy/context.h>
 #include <alloy/reporter.h>
+#include <alloy/fail.h>
+#include <alloy/debug.h>
 
 #endif /* ALLOY_ALLOY_H */
