@@ -21,7 +21,27 @@
 /* ---- counters per (allocator, device) ------------------------------ */
 
 /* tcount slots of an entry, at base + REP_C_*. */
-enum { REP_C_ALLOCS = 0, REP_C_FREES, REP_C_TOTAL, REP_C_COUNT };
+enum {
+	REP_C_ALLOCS = 0,
+	REP_C_FREES,
+	REP_C_TOTAL,
+	REP_C_UNPUB, /* bytes this thread has not added to pub yet */
+	REP_C_COUNT
+};
+
+/*
+ * Current bytes = pub + the sum of every thread's REP_C_UNPUB.  A thread
+ * adds its share to pub (one atomic add) when it could make a new peak,
+ * or when its share passes +-REP_SLACK; otherwise it only writes its own
+ * slot.  See docs/REPORTER.md for what that means for peaks.
+ */
+struct rep_counter {
+	_Alignas(64) _Atomic int64_t pub;
+	_Atomic int64_t peak;
+	int slot; /* the REP_C_UNPUB tcount slot */
+};
+
+#define REP_SLACK (256 * 1024)
 
 struct rep_entry {
 	_Atomic uint64_t key; /* 0: unused; see entry_key() in reporter.c */
@@ -29,9 +49,7 @@ struct rep_entry {
 	int slots;            /* first tcount slot */
 	struct alloy_device device;
 	char name[ALLOY_NAME_MAX + 1];
-	/* Written by every allocation: a line of its own. */
-	_Alignas(64) _Atomic int64_t current;
-	_Atomic int64_t peak;
+	struct rep_counter bytes;
 };
 
 /* The entries, indexed by the number ptrtable records carry. */
@@ -62,6 +80,9 @@ ALLOY_HIDDEN int alloy__ptrtable_insert(const struct rep_block *b);
  * -EALREADY freed recently (a double free).  The caller owns out->frames.
  */
 ALLOY_HIDDEN int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out);
+
+/* No live block in any shard (each looked at under its lock). */
+ALLOY_HIDDEN bool alloy__ptrtable_empty(void);
 
 /*
  * Call fn for each live block, one shard locked at a time, until it

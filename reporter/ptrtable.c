@@ -2,9 +2,9 @@
 /*
  * reporter/ptrtable.c - the table of live blocks, in 64 shards.
  *
- * A pointer hashes to one shard; each shard is an open-addressing table
- * with linear probing and its own spinlock, so two threads only meet when
- * their pointers land in the same shard.  Deletion shifts the following
+ * A pointer's region picks its shard (see shard_of); each shard is an
+ * open-addressing table with linear probing and its own spinlock, so two
+ * threads only meet when their blocks come from the same regions.  Deletion shifts the following
  * run back instead of leaving tombstones, so the table never fills with
  * dead slots.  Each shard also remembers its last REP_RECENT frees, which
  * is how a second free of the same pointer is told from a pointer the
@@ -64,15 +64,23 @@ static void shard_unlock(struct shard *s)
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
 }
 
+/*
+ * The shard comes from the 2 MiB region the block lies in, not from the
+ * block itself.  Allocators hand each thread (glibc arenas, jemalloc and
+ * mimalloc thread caches) memory from regions of its own, so a thread
+ * mostly meets only its own shards and their lines stay in its cache.
+ */
+#define REGION_SHIFT 21
+
 static struct shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &shards[*h & (NSHARDS - 1)];
+	return &shards[hash_ptr(p >> REGION_SHIFT) & (NSHARDS - 1)];
 }
 
 static size_t home(uint64_t h, size_t cap)
 {
-	return (size_t)(h >> 6) & (cap - 1);
+	return (size_t)h & (cap - 1);
 }
 
 /* Place b in slots (known not to hold it); cap has room. */
@@ -102,14 +110,6 @@ static int grow(struct shard *s)
 	return 0;
 }
 
-/* Forget ptr from the recent frees (it is live again). */
-static void forget_recent(struct shard *s, uintptr_t ptr)
-{
-	for (int i = 0; i < REP_RECENT; i++)
-		if (s->recent[i] == ptr)
-			s->recent[i] = 0;
-}
-
 int alloy__ptrtable_insert(const struct rep_block *b)
 {
 	uint64_t h;
@@ -131,7 +131,6 @@ int alloy__ptrtable_insert(const struct rep_block *b)
 	else
 		s->used++;
 	s->slots[i] = *b;
-	forget_recent(s, b->ptr);
 	shard_unlock(s);
 	return 0;
 }
@@ -177,6 +176,11 @@ int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
 			break;
 		}
 	}
+	/*
+	 * Not live but freed lately: a double free.  A pointer freed and
+	 * made again would have been found live above, so the ring needs no
+	 * cleaning when blocks are made.
+	 */
 	if (rc) {
 		for (int i = 0; i < REP_RECENT; i++)
 			if (s->recent[i] == ptr && ptr)
@@ -201,4 +205,16 @@ int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b, void *arg),
 		shard_unlock(s);
 	}
 	return rc;
+}
+
+bool alloy__ptrtable_empty(void)
+{
+	bool empty = true;
+
+	for (int n = 0; n < NSHARDS && empty; n++) {
+		shard_lock(&shards[n]);
+		empty = !shards[n].used;
+		shard_unlock(&shards[n]);
+	}
+	return empty;
 }

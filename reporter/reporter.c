@@ -5,11 +5,11 @@
  *
  * The hot path takes no global lock.  A block goes into the sharded
  * pointer table (one shard's spinlock), its counts and total go to this
- * thread's tcount slots, and its bytes to two atomics, the entry's and
- * the process's current bytes, whose fetch-add result feeds a CAS-max
- * peak.  That keeps peaks exact (every intermediate value of current is
- * seen by exactly one thread) at the price of one shared cache line per
- * entry; docs/REPORTER.md has the measured cost.
+ * thread's tcount slots, and its bytes to this thread's share of the
+ * entry's and the process's current bytes (struct rep_counter), which
+ * reach the shared atomics only when they could make a new peak.  Peaks
+ * are exact with one thread and within REP_SLACK per other thread with
+ * several; docs/REPORTER.md has the trade-off and the measured cost.
  *
  * Only the trace and the event log serialise, on their own stream lock,
  * and only when they are configured.
@@ -35,15 +35,16 @@ static struct {
 	int init_rc;
 	int slots;                 /* first of MAX_ENTRIES * REP_C_COUNT */
 	pthread_mutex_t lock;      /* entry creation, enable/disable */
+	atomic_bool ready;         /* init_once succeeded */
 	atomic_bool enabled;
+	atomic_bool drained;       /* off, and no old-hook allocation in flight */
 	bool started;              /* hooks installed at least once */
 	bool backtrace;
 	atomic_bool tracing, logging;
 	struct rep_stream trace, log;
 	uint64_t t0_ns;            /* trace time origin */
 	_Atomic uint64_t unknown_frees, double_frees, untracked_frees;
-	_Alignas(64) _Atomic int64_t current; /* over all entries */
-	_Atomic int64_t peak;
+	struct rep_counter all; /* over all entries */
 } R = {
 	.once = PTHREAD_ONCE_INIT,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -58,10 +59,16 @@ static long thread_id(void)
 	return my_tid;
 }
 
+static void counter_init(struct rep_counter *c, int slot);
+
 static void init_once(void)
 {
-	R.slots = alloy__tcount_reserve(ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT);
+	R.slots = alloy__tcount_reserve(ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT + 1);
 	R.init_rc = R.slots < 0 ? R.slots : 0;
+	if (R.init_rc)
+		return;
+	counter_init(&R.all, R.slots + ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT);
+	atomic_store(&R.ready, true);
 }
 
 static int reporter_init(void)
@@ -111,8 +118,7 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 		e->slots = base;
 		for (int c = 0; c < REP_C_COUNT; c++)
 			alloy__tcount_zero(base + c);
-		atomic_store(&e->current, 0);
-		atomic_store(&e->peak, 0);
+		counter_init(&e->bytes, base + REP_C_UNPUB);
 		atomic_store_explicit(&e->key, key, memory_order_release);
 		atomic_store_explicit(&e->ready, true, memory_order_release);
 	}
@@ -141,20 +147,6 @@ static struct rep_entry *entry_get(unsigned long serial, const char *name,
 	return entry_make(key, name, d);
 }
 
-void alloy__rep_entry_counts(const struct rep_entry *e,
-			     struct alloy_reporter_counts *c)
-{
-	int64_t frees = alloy__tcount_sum(e->slots + REP_C_FREES);
-	int64_t allocs = alloy__tcount_sum(e->slots + REP_C_ALLOCS);
-
-	c->current_bytes = (uint64_t)atomic_load(&e->current);
-	c->peak_bytes = (uint64_t)atomic_load(&e->peak);
-	c->total_bytes = (uint64_t)alloy__tcount_sum(e->slots + REP_C_TOTAL);
-	c->allocs = (uint64_t)allocs;
-	c->frees = (uint64_t)frees;
-	c->live_blocks = allocs > frees ? (uint64_t)(allocs - frees) : 0;
-}
-
 static void raise_peak(_Atomic int64_t *peak, int64_t v)
 {
 	int64_t p = atomic_load_explicit(peak, memory_order_relaxed);
@@ -165,11 +157,83 @@ static void raise_peak(_Atomic int64_t *peak, int64_t v)
 		;
 }
 
-/* Count one allocation (bytes > 0) or free (bytes < 0); the new total. */
-static int64_t account(struct rep_entry *e, int64_t bytes)
+/*
+ * Add bytes to a counter.  Usually a plain store to this thread's slot;
+ * the shared line is written only when this thread's share could raise
+ * the peak or has drifted past REP_SLACK.  With one thread the peak is
+ * therefore exact; with several it can miss at most the other threads'
+ * unpublished shares (each under REP_SLACK).
+ */
+static void counter_add(struct rep_counter *c, struct alloy__tls *t,
+			int64_t bytes)
+{
+	int64_t u, v;
+
+	if (unlikely(!t)) {
+		/* A thread without a record: straight to the shared value. */
+		v = atomic_fetch_add(&c->pub, bytes) + bytes;
+		if (bytes > 0)
+			raise_peak(&c->peak, v);
+		return;
+	}
+	u = atomic_load_explicit(&t->count[c->slot], memory_order_relaxed) +
+	    bytes;
+	if (bytes > 0 &&
+	    (u > REP_SLACK ||
+	     atomic_load_explicit(&c->pub, memory_order_relaxed) + u >
+		     atomic_load_explicit(&c->peak, memory_order_relaxed))) {
+		v = atomic_fetch_add_explicit(&c->pub, u, memory_order_relaxed) + u;
+		atomic_store_explicit(&t->count[c->slot], 0, memory_order_relaxed);
+		raise_peak(&c->peak, v);
+		return;
+	}
+	if (bytes < 0 && u < -REP_SLACK) {
+		atomic_fetch_add_explicit(&c->pub, u, memory_order_relaxed);
+		u = 0;
+	}
+	atomic_store_explicit(&t->count[c->slot], u, memory_order_relaxed);
+}
+
+/* Exact when no thread is changing it. */
+static int64_t counter_current(const struct rep_counter *c)
+{
+	return atomic_load(&c->pub) + alloy__tcount_sum(c->slot);
+}
+
+static void counter_init(struct rep_counter *c, int slot)
+{
+	c->slot = slot;
+	alloy__tcount_zero(slot);
+	atomic_store(&c->pub, 0);
+	atomic_store(&c->peak, 0);
+}
+
+static void counter_reset_peak(struct rep_counter *c)
+{
+	atomic_store(&c->peak, counter_current(c));
+}
+
+void alloy__rep_entry_counts(const struct rep_entry *e,
+			     struct alloy_reporter_counts *c)
+{
+	int64_t frees = alloy__tcount_sum(e->slots + REP_C_FREES);
+	int64_t allocs = alloy__tcount_sum(e->slots + REP_C_ALLOCS);
+
+	c->current_bytes = (uint64_t)counter_current(&e->bytes);
+	c->peak_bytes = (uint64_t)atomic_load(&e->bytes.peak);
+	/* A peak missed by other threads' unpublished bytes (see above). */
+	if (c->peak_bytes < c->current_bytes)
+		c->peak_bytes = c->current_bytes;
+	c->total_bytes = (uint64_t)alloy__tcount_sum(e->slots + REP_C_TOTAL);
+	c->allocs = (uint64_t)allocs;
+	c->frees = (uint64_t)frees;
+	c->live_blocks = allocs > frees ? (uint64_t)(allocs - frees) : 0;
+}
+
+/* Count one allocation (bytes > 0) or free (bytes < 0). */
+static void account(struct rep_entry *e, int64_t bytes)
 {
 	struct alloy__tls *t = alloy__tls_self;
-	int64_t cur, all;
 
 	if (bytes >= 0) {
 		alloy__tcount_add(t, e->slots + REP_C_ALLOCS, 1);
@@ -177,15 +241,8 @@ static int64_t account(struct rep_entry *e, int64_t bytes)
 	} else {
 		alloy__tcount_add(t, e->slots + REP_C_FREES, 1);
 	}
-	cur = atomic_fetch_add_explicit(&e->current, bytes,
-					memory_order_relaxed) + bytes;
-	all = atomic_fetch_add_explicit(&R.current, bytes,
-					memory_order_relaxed) + bytes;
-	if (bytes > 0) {
-		raise_peak(&e->peak, cur);
-		raise_peak(&R.peak, all);
-	}
-	return all;
+	counter_add(&e->bytes, t, bytes);
+	counter_add(&R.all, t, bytes);
 }
 
 /* ---- trace and event log --------------------------------------------- */
@@ -261,7 +318,6 @@ static void record_alloc(struct rep_entry *e, const void *ptr, size_t size,
 		.entry = (uint16_t)(e - alloy__rep_entries),
 		.align = align <= UINT32_MAX ? (uint32_t)align : 0,
 	};
-	int64_t total;
 
 	if (R.backtrace) {
 		void *frames[REP_MAX_FRAMES + 2];
@@ -278,9 +334,9 @@ static void record_alloc(struct rep_entry *e, const void *ptr, size_t size,
 		free(b.frames);
 		return;
 	}
-	total = account(e, (int64_t)size);
+	account(e, (int64_t)size);
 	if (unlikely(emitting()))
-		emit('a', b.ptr, &b, e, total);
+		emit('a', b.ptr, &b, e, counter_current(&R.all));
 }
 
 /* Account the free of ptr; the table's record says what it was. */
@@ -289,7 +345,6 @@ static int record_free(const void *ptr, bool by_hand)
 	struct rep_block b;
 	int rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
 	struct rep_entry *e;
-	int64_t total;
 
 	if (rc) {
 		if (!by_hand) {
@@ -306,9 +361,9 @@ static int record_free(const void *ptr, bool by_hand)
 	}
 	free(b.frames);
 	e = &alloy__rep_entries[b.entry];
-	total = account(e, -(int64_t)b.size);
+	account(e, -(int64_t)b.size);
 	if (unlikely(emitting()))
-		emit('f', b.ptr, &b, e, total);
+		emit('f', b.ptr, &b, e, counter_current(&R.all));
 	return 0;
 }
 
@@ -322,15 +377,18 @@ static void hook_alloc(struct alloy_allocator *a, const struct alloy_data_ptr *d
 
 /*
  * Once recording is off and the last recorded block is gone, the hooks
- * can go too, so that a reporter switched off costs nothing at all.
- * current is 0 exactly when no recorded block is live (sizes are > 0).
+ * can go too, so that a reporter switched off costs nothing at all.  The
+ * sum of the counters is a cheap first test; the table is the exact one
+ * (while draining nothing is added to it, so one pass over the shards
+ * that finds them all empty proves it).
  */
 static void maybe_unhook(void)
 {
-	if (atomic_load(&R.enabled) || atomic_load(&R.current))
+	if (!atomic_load(&R.drained) || counter_current(&R.all) ||
+	    !alloy__ptrtable_empty())
 		return;
 	pthread_mutex_lock(&R.lock);
-	if (!atomic_load(&R.enabled) && !atomic_load(&R.current))
+	if (atomic_load(&R.drained))
 		alloy__set_hooks(NULL);
 	pthread_mutex_unlock(&R.lock);
 }
@@ -377,6 +435,7 @@ int alloy_reporter_enable(void)
 	pthread_mutex_lock(&R.lock);
 	R.backtrace = alloy__conf.backtrace;
 	R.started = true;
+	atomic_store(&R.drained, false);
 	atomic_store(&R.enabled, true);
 	alloy__set_hooks(&on_hooks);
 	pthread_mutex_unlock(&R.lock);
@@ -397,8 +456,11 @@ int alloy_reporter_disable(void)
 	 * recorded is live the hooks can go.
 	 */
 	alloy__synchronize();
-	if (R.started)
-		maybe_unhook();
+	pthread_mutex_lock(&R.lock);
+	if (R.started && !atomic_load(&R.enabled))
+		atomic_store(&R.drained, true);
+	pthread_mutex_unlock(&R.lock);
+	maybe_unhook();
 	return 0;
 }
 
@@ -485,8 +547,10 @@ int alloy_reporter_snapshot(struct alloy_reporter_snapshot *snap)
 		s.total.live_blocks += o->c.live_blocks;
 		s.nentries++;
 	}
-	s.total.current_bytes = (uint64_t)atomic_load(&R.current);
-	s.total.peak_bytes = (uint64_t)atomic_load(&R.peak);
+	s.total.current_bytes = (uint64_t)counter_current(&R.all);
+	s.total.peak_bytes = (uint64_t)atomic_load(&R.all.peak);
+	if (s.total.peak_bytes < s.total.current_bytes)
+		s.total.peak_bytes = s.total.current_bytes;
 	memcpy(snap, &s, size);
 	pthread_mutex_unlock(&snap_lock);
 	return 0;
@@ -497,9 +561,11 @@ void alloy_reporter_reset_peaks(void)
 	for (int i = 0; i < ALLOY_REPORTER_MAX_ENTRIES; i++) {
 		struct rep_entry *e = &alloy__rep_entries[i];
 
-		atomic_store(&e->peak, atomic_load(&e->current));
+		if (atomic_load_explicit(&e->ready, memory_order_acquire))
+			counter_reset_peak(&e->bytes);
 	}
-	atomic_store(&R.peak, atomic_load(&R.current));
+	if (atomic_load(&R.ready))
+		counter_reset_peak(&R.all);
 }
 
 int alloy_reporter_flush(void)
