@@ -13,6 +13,7 @@
 	X(default)           \
 	X(context)            \
 	X(fail)               \
-	X(debug)
+	X(debug) \
+	X(sweep)
 
 #endif /* ALLOY_TESTS_SUITES_H */
