@@ -14,6 +14,12 @@
 	X(context)            \
 	X(fail)               \
 	X(debug) \
-	X(sweep)
+	X(sweep)              \
+	X(typemeta)            \
+	X(storage)             \
+	X(tensor)              \
+	X(tensor_ops)          \
+	X(blob)                \
+	X(workspace)
 
 #endif /* ALLOY_TESTS_SUITES_H */

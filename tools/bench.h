@@ -44,6 +44,7 @@ double bench_now_ns(void);
 long bench_iters(const struct bench_opts *opts, long n);
 
 extern const struct bench bench_core;
+extern const struct bench bench_tensor;
 extern const struct bench bench_reporter;
 
 #endif /* ALLOY_TOOLS_BENCH_H */

@@ -14,6 +14,7 @@
 
 static const struct bench *const benches[] = {
 	&bench_core,
+	&bench_tensor,
 	&bench_reporter,
 };
 

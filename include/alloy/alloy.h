@@ -12,6 +12,11 @@
 #include <alloy/registry.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>
+#include <alloy/typemeta.h>
+#include <alloy/storage.h>
+#include <alloy/tensor.h>
+#include <alloy/blob.h>
+#include <alloy/workspace.h>
 #include <alloy/reporter.h>
 #include <alloy/fail.h>
 #include <alloy/debug.h>

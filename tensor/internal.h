@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tensor/internal.h - what the files of the tensor layer share.
+ */
+#ifndef ALLOY_TENSOR_INTERNAL_H
+#define ALLOY_TENSOR_INTERNAL_H
+
+#include <alloy/storage.h>
+#include <alloy/tensor.h>
+#include <alloy/typemeta.h>
+
+#include "core/internal.h"
+
+/*
+ * A buffer and the elements constructed in it.  obj_type is the type
+ * whose dtor must run over the first nobj elements before the memory is
+ * freed (NULL: nothing to destroy) - c10 captures it in the deleter's
+ * closure; C keeps it next to the DataPtr.
+ */
+struct alloy__buffer {
+	struct alloy_data_ptr dp;
+	const struct alloy_type_meta *obj_type;
+	size_t nobj;
+};
+
+/* Destroy the constructed elements, free the memory, empty *b. */
+ALLOY_HIDDEN void alloy__buffer_release(struct alloy__buffer *b);
+
+/*
+ * Copy n elements of type t from src on src_dev to dst on dst_dev: POD
+ * bytes through alloy_copy_bytes, others with t->copy (CPU only).
+ */
+ALLOY_HIDDEN int alloy__copy_items(const char *func,
+				   const struct alloy_type_meta *t, size_t n,
+				   const void *src, struct alloy_device src_dev,
+				   void *dst, struct alloy_device dst_dev);
+
+/* n x itemsize, or -EOVERFLOW with a message naming func. */
+ALLOY_HIDDEN int alloy__elems_bytes(const char *func,
+				    const struct alloy_type_meta *t,
+				    uint64_t n, size_t *bytes);
+
+/* ---- tensors (tensor.c, tensor_ops.c) ------------------------------ */
+
+struct alloy_tensor {
+	atomic_long refs;
+	int ndim;
+	bool reserved; /* extend/reserve_space ran: keep the buffer */
+	int64_t numel; /* -1 until the first resize */
+	struct alloy_device device;
+	struct alloy_storage *storage; /* never NULL */
+	int64_t dims[ALLOY_TENSOR_MAX_DIMS];
+};
+
+/*
+ * Check dims for t's type: 0 <= ndim <= max, every dim >= 0, and neither
+ * their product nor its size in bytes overflows.  Fills *numel and *bytes
+ * (either may be NULL).  Errors name func.
+ */
+ALLOY_HIDDEN int alloy__tensor_shape(const char *func,
+				     const struct alloy_tensor *t,
+				     const int64_t *dims, int ndim,
+				     int64_t *numel, size_t *bytes);
+
+/* Record dims and numel (already checked). */
+ALLOY_HIDDEN void alloy__tensor_set_dims(struct alloy_tensor *t,
+					 const int64_t *dims, int ndim,
+					 int64_t numel);
+
+/* Drop t's reference to its storage and use s (whose reference t takes). */
+ALLOY_HIDDEN void alloy__tensor_set_storage(struct alloy_tensor *t,
+					    struct alloy_storage *s);
+
+/* Give t a fresh empty storage of type dtype; 0 or -ENOMEM. */
+ALLOY_HIDDEN int alloy__tensor_new_storage(const char *func,
+					   struct alloy_tensor *t,
+					   const struct alloy_type_meta *dtype);
+
+/* raw_mutable_data with the error code: 0 and *out, or -errno. */
+ALLOY_HIDDEN int alloy__tensor_mutable_data(const char *func,
+					    struct alloy_tensor *t,
+					    const struct alloy_type_meta *dtype,
+					    void **out);
+
+/* The element functions of the built-in "tensor" type (tensor.c). */
+ALLOY_HIDDEN void alloy__tensor_elem_dtor(void *p, size_t n);
+ALLOY_HIDDEN int alloy__tensor_elem_copy(const void *src, void *dst, size_t n);
+ALLOY_HIDDEN void *alloy__tensor_create(void);
+ALLOY_HIDDEN void alloy__tensor_destroy(void *obj);
+
+#endif /* ALLOY_TENSOR_INTERNAL_H */
