@@ -74,6 +74,8 @@ static void init_once_fn(void)
 		fprintf(stderr, "alloy: initialisation: %s\n",
 			alloy_last_error());
 	alloy__register_cpu_context();
+	/* Before the defaults, so that cpu:<a plugin's allocator> works. */
+	alloy__plugins_load_list(getenv("ALLOY_PLUGINS"));
 
 	apply_default(ALLOY_DEVICE_CPU, "default");
 	/* The first keys of the table are the device types, in order. */

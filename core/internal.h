@@ -200,6 +200,14 @@ ALLOY_HIDDEN void alloy__reporter_start(void);
  */
 ALLOY_HIDDEN int alloy__module_request(const char *name);
 
+/* ---- plugins (core/plugin.c) -------------------------------------- */
+
+/* Whether a plugin was loaded from exactly this path. */
+ALLOY_HIDDEN bool alloy__plugin_loaded(const char *path);
+
+/* Load each path of a colon-separated list; one stderr line per failure. */
+ALLOY_HIDDEN void alloy__plugins_load_list(const char *list);
+
 /* ---- built-ins ----------------------------------------------------- */
 
 ALLOY_HIDDEN int alloy__register_builtin_allocators(void);

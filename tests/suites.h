@@ -12,6 +12,9 @@
 	X(registry)          \
 	X(default)           \
 	X(context)            \
+	X(plugin)             \
+	X(jemalloc)           \
+	X(mimalloc)           \
 	X(fail)               \
 	X(debug) \
 	X(sweep)              \

@@ -11,6 +11,7 @@
 #define ALLOY_TOOLS_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bench_opts {
@@ -43,7 +44,11 @@ double bench_now_ns(void);
 /* Iterations to use: n normally, n / 20 (at least 1) with --quick. */
 long bench_iters(const struct bench_opts *opts, long n);
 
+/* The median of v[0..n) (n > 0); sorts v in place. */
+double bench_median(double *v, size_t n);
+
 extern const struct bench bench_core;
+extern const struct bench bench_backends;
 extern const struct bench bench_tensor;
 extern const struct bench bench_reporter;
 

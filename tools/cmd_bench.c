@@ -14,6 +14,7 @@
 
 static const struct bench *const benches[] = {
 	&bench_core,
+	&bench_backends,
 	&bench_tensor,
 	&bench_reporter,
 };
@@ -91,6 +92,19 @@ long bench_iters(const struct bench_opts *opts, long n)
 	if (!opts->quick)
 		return n;
 	return n / 20 > 0 ? n / 20 : 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double bench_median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[n / 2];
 }
 
 static void print_json(void)

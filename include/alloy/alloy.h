@@ -12,6 +12,7 @@
 #include <alloy/registry.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>
+#include <alloy/plugin.h>
 #include <alloy/typemeta.h>
 #include <alloy/storage.h>
 #include <alloy/tensor.h>

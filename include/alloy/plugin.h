@@ -64,13 +64,20 @@ struct alloy_plugin_descriptor {
 
 typedef const struct alloy_plugin_descriptor *(*alloy_plugin_entry_fn)(void);
 
+/* The size of the descriptor as of ABI 1.0: the least a plugin may give. */
+#define ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0 sizeof(struct alloy_plugin_descriptor)
+
+/* What a plugin defines (and exports) under the name ALLOY_PLUGIN_ENTRY. */
+const struct alloy_plugin_descriptor *alloy_module_entry(void);
+
 /*
  * Load a plugin at run time.  Returns 0, or a negative code with a message
  * that tells the failures apart: file missing (-ENOENT), not a shared
- * object (-ENOEXEC), no entry symbol (-ENOSYS), ABI mismatch or struct too
- * small (-EPROTO), required op missing (-EINVAL), duplicate allocator name
- * (-EEXIST), init failed (its code).  Nothing of a refused plugin stays
- * registered.
+ * object or refused by the dynamic loader, e.g. an undefined symbol or a
+ * library needing static TLS (-ENOEXEC), no entry symbol (-ENOSYS), ABI
+ * mismatch or struct too small (-EPROTO), required op missing (-EINVAL),
+ * duplicate allocator name (-EEXIST), init failed (its code).  Nothing of a refused plugin stays
+ * registered.  Loading a path already loaded is -EEXIST.
  */
 int alloy_plugin_load(const char *path);
 

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/jemalloc.c - the "jemalloc" module: CPU memory from jemalloc's
+ * non-standard API (mallocx / sdallocx), never from its malloc.
+ *
+ * Sized free (sdallocx) spares jemalloc the size lookup it would otherwise
+ * do on every free; alloy always knows the size, so it always passes it.
+ *
+ * Option jemalloc.arena:dedicated gives alloy an arena of its own, so that
+ * what the stats report is alloy's memory alone even in a process whose
+ * own malloc is jemalloc too.  The thread caches are bypassed then (they
+ * are per thread, not per arena), which costs some speed.
+ *
+ * jemalloc must have been loaded at process start (it uses static TLS);
+ * see docs/PLUGINS.md.  The module links against it, so it is loaded with
+ * this module if it was not, and that late load is what fails with
+ * "cannot allocate memory in static TLS block" - alloy's loader explains.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <jemalloc/jemalloc.h>
+
+#include <alloy/plugin.h>
+
+struct je_state {
+	int flags;         /* MALLOCX_ARENA | MALLOCX_TCACHE_NONE, or 0 */
+	unsigned arena;    /* the dedicated arena, when flags != 0 */
+	bool have_arena;
+};
+
+static struct je_state je;
+
+static inline int lg_align(size_t align)
+{
+	return MALLOCX_LG_ALIGN((unsigned)__builtin_ctzl(align));
+}
+
+static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	struct je_state *s = ctx;
+	int f = lg_align(align) | s->flags;
+
+	if (flags & ALLOY_ALLOC_ZERO)
+		f |= MALLOCX_ZERO;
+	/* mallocx(0) is undefined; alloy never asks, but be safe. */
+	return mallocx(size ? size : 1, f);
+}
+
+static void je_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	struct je_state *s = ctx;
+
+	sdallocx(ptr, size ? size : 1, lg_align(align) | s->flags);
+}
+
+static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
+			size_t align)
+{
+	struct je_state *s = ctx;
+
+	(void)old_size;
+	return rallocx(ptr, new_size ? new_size : 1, lg_align(align) | s->flags);
+}
+
+static size_t je_usable_size(void *ctx, const void *ptr, size_t size)
+{
+	(void)ctx;
+	(void)size;
+	return sallocx((void *)ptr, 0);
+}
+
+static int read_size(const char *name, size_t *out)
+{
+	size_t len = sizeof(*out);
+	int rc = mallctl(name, out, &len, NULL, 0);
+
+	if (rc)
+		return alloy_plugin_error(-rc, "jemalloc: mallctl(\"%s\") failed: %s",
+					  name, strerror(rc));
+	return 0;
+}
+
+/* jemalloc's statistics are a snapshot taken when "epoch" is written. */
+static int refresh_epoch(void)
+{
+	uint64_t epoch = 1;
+	size_t len = sizeof(epoch);
+	int rc = mallctl("epoch", &epoch, &len, &epoch, len);
+
+	if (rc)
+		return alloy_plugin_error(-rc, "jemalloc: mallctl(\"epoch\") failed: %s",
+					  strerror(rc));
+	return 0;
+}
+
+static int arena_stats(unsigned arena, struct alloy_allocator_stats *st)
+{
+	size_t small, large, pactive, page, v;
+	char name[64];
+	int rc;
+
+#define ARENA_STAT(key, out)                                                \
+	do {                                                                \
+		snprintf(name, sizeof(name), "stats.arenas.%u." key, arena); \
+		rc = read_size(name, (out));                                \
+		if (rc)                                                     \
+			return rc;                                          \
+	} while (0)
+	ARENA_STAT("small.allocated", &small);
+	ARENA_STAT("large.allocated", &large);
+	ARENA_STAT("pactive", &pactive);
+	rc = read_size("arenas.page", &page);
+	if (rc)
+		return rc;
+	st->allocated = small + large;
+	st->active = (uint64_t)pactive * page;
+	ARENA_STAT("resident", &v);
+	st->resident = v;
+	ARENA_STAT("mapped", &v);
+	st->mapped = v;
+#undef ARENA_STAT
+	return 0;
+}
+
+static int je_stats(void *ctx, struct alloy_allocator_stats *st)
+{
+	struct je_state *s = ctx;
+	size_t v;
+	int rc = refresh_epoch();
+
+	if (rc)
+		return rc;
+	if (s->flags) {
+		rc = arena_stats(s->arena, st);
+	} else {
+		static const struct {
+			const char *name;
+			size_t off;
+		} keys[] = {
+			{ "stats.allocated",
+			  offsetof(struct alloy_allocator_stats, allocated) },
+			{ "stats.active", offsetof(struct alloy_allocator_stats, active) },
+			{ "stats.resident",
+			  offsetof(struct alloy_allocator_stats, resident) },
+			{ "stats.mapped", offsetof(struct alloy_allocator_stats, mapped) },
+		};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !rc; i++) {
+			rc = read_size(keys[i].name, &v);
+			*(uint64_t *)((char *)st + keys[i].off) = v;
+		}
+	}
+	if (rc)
+		return rc;
+	/* Held from the system: the pages jemalloc has active. */
+	st->reserved = st->active;
+	return 0;
+}
+
+static long long je_trim(void *ctx)
+{
+	struct je_state *s = ctx;
+	struct alloy_allocator_stats before = { 0 }, after = { 0 };
+	char name[64];
+	int rc;
+
+	if (je_stats(s, &before))
+		return -EIO;
+	snprintf(name, sizeof(name), "arena.%u.purge",
+		 s->flags ? s->arena : (unsigned)MALLCTL_ARENAS_ALL);
+	rc = mallctl(name, NULL, NULL, NULL, 0);
+	if (rc)
+		return alloy_plugin_error(-rc, "jemalloc: mallctl(\"%s\") failed: %s",
+					  name, strerror(rc));
+	if (je_stats(s, &after))
+		return -EIO;
+	return before.resident > after.resident ?
+		       (long long)(before.resident - after.resident) : 0;
+}
+
+static int use_dedicated_arena(struct je_state *s)
+{
+	size_t len = sizeof(s->arena);
+	int rc;
+
+	if (!s->have_arena) {
+		rc = mallctl("arenas.create", &s->arena, &len, NULL, 0);
+		if (rc)
+			return alloy_plugin_error(-rc,
+						  "jemalloc: cannot create a dedicated arena: mallctl(\"arenas.create\"): %s",
+						  strerror(rc));
+		s->have_arena = true;
+	}
+	s->flags = MALLOCX_ARENA(s->arena) | MALLOCX_TCACHE_NONE;
+	return 0;
+}
+
+/*
+ * Blocks carry their arena, and sdallocx finds it whatever the flags say,
+ * so switching between shared and dedicated is safe with live blocks.
+ */
+static int je_set_option(void *ctx, const char *key, const char *value)
+{
+	struct je_state *s = ctx;
+
+	if (strcmp(key, "arena") != 0)
+		return alloy_plugin_error(-EINVAL,
+					  "jemalloc: unknown option \"%s\" (known: arena)",
+					  key);
+	if (strcmp(value, "dedicated") == 0)
+		return use_dedicated_arena(s);
+	if (strcmp(value, "shared") == 0) {
+		s->flags = 0;
+		return 0;
+	}
+	return alloy_plugin_error(-ERANGE,
+				  "jemalloc: arena \"%s\" is not \"shared\" or \"dedicated\"",
+				  value);
+}
+
+static const struct alloy_allocator_ops je_ops = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.name = "jemalloc",
+	.device_type = ALLOY_DEVICE_CPU,
+	.alloc = je_alloc,
+	.free = je_free,
+	.realloc = je_realloc,
+	.usable_size = je_usable_size,
+	.trim = je_trim,
+	.stats = je_stats,
+	.set_option = je_set_option,
+};
+
+static const struct alloy_plugin_allocator je_allocators[] = {
+	{ &je_ops, &je },
+};
+
+static const struct alloy_plugin_descriptor je_descriptor = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_plugin_descriptor),
+	.name = "jemalloc",
+	.description = "jemalloc through mallocx/sdallocx, optionally in its own arena",
+	.allocators = je_allocators,
+	.nallocators = 1,
+};
+
+const struct alloy_plugin_descriptor *alloy_module_entry(void)
+{
+	return &je_descriptor;
+}

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/mimalloc.c - the "mimalloc" module: CPU memory from
+ * mimalloc's own API (mi_malloc_aligned / mi_free_size_aligned), never
+ * from its malloc.
+ *
+ * Loaded with RTLD_LOCAL, libmimalloc's malloc/free do not interpose on
+ * the process's: only the mi_* calls below reach it.  Its statistics are
+ * process-wide figures of mimalloc's memory (committed now and at peak,
+ * from mi_process_info), which are alloy's alone as long as nothing else
+ * in the process calls mimalloc.
+ */
+#include <errno.h>
+#include <string.h>
+#include <mimalloc.h>
+
+#include <alloy/plugin.h>
+
+static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
+			    unsigned flags)
+{
+	(void)ctx;
+	if (flags & ALLOY_ALLOC_ZERO)
+		return mi_zalloc_aligned(size, align);
+	return mi_malloc_aligned(size, align);
+}
+
+static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	(void)ctx;
+	mi_free_size_aligned(ptr, size, align);
+}
+
+static void *mi_alloy_realloc(void *ctx, void *ptr, size_t old_size,
+			      size_t new_size, size_t align)
+{
+	(void)ctx;
+	(void)old_size;
+	return mi_realloc_aligned(ptr, new_size, align);
+}
+
+static size_t mi_alloy_usable_size(void *ctx, const void *ptr, size_t size)
+{
+	(void)ctx;
+	(void)size;
+	return mi_usable_size(ptr);
+}
+
+static int mi_alloy_stats(void *ctx, struct alloy_allocator_stats *st)
+{
+	size_t elapsed, user, sys, rss, peak_rss, commit, peak_commit, faults;
+
+	(void)ctx;
+	/* Fold the threads' statistics into the process's before reading. */
+	mi_stats_merge();
+	mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit,
+			&peak_commit, &faults);
+	st->reserved = commit;
+	st->peak_reserved = peak_commit;
+	st->mapped = commit;
+	return 0;
+}
+
+static long long mi_alloy_trim(void *ctx)
+{
+	struct alloy_allocator_stats before = { 0 }, after = { 0 };
+
+	mi_alloy_stats(ctx, &before);
+	mi_collect(true);
+	mi_alloy_stats(ctx, &after);
+	return before.reserved > after.reserved ?
+		       (long long)(before.reserved - after.reserved) : 0;
+}
+
+static const struct alloy_allocator_ops mi_ops = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.name = "mimalloc",
+	.device_type = ALLOY_DEVICE_CPU,
+	.alloc = mi_alloy_alloc,
+	.free = mi_alloy_free,
+	.realloc = mi_alloy_realloc,
+	.usable_size = mi_alloy_usable_size,
+	.trim = mi_alloy_trim,
+	.stats = mi_alloy_stats,
+};
+
+static const struct alloy_plugin_allocator mi_allocators[] = {
+	{ &mi_ops, NULL },
+};
+
+static const struct alloy_plugin_descriptor mi_descriptor = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_plugin_descriptor),
+	.name = "mimalloc",
+	.description = "mimalloc through mi_malloc_aligned/mi_free_size_aligned",
+	.allocators = mi_allocators,
+	.nallocators = 1,
+};
+
+const struct alloy_plugin_descriptor *alloy_module_entry(void)
+{
+	return &mi_descriptor;
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/test_jemalloc.c - the jemalloc module, loaded by name from the
+ * build tree: it serves cpu:jemalloc, honours alignment, zeroing and
+ * sized free, reports jemalloc's own figures, keeps a dedicated arena
+ * apart - and never becomes the process's malloc.
+ *
+ * The runner is linked like the alloy command (libc, then libjemalloc, at
+ * start), which is what lets the module load late at all.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#ifdef ALLOY_HAVE_JEMALLOC
+#include <dlfcn.h>
+#include <jemalloc/jemalloc.h>
+
+#define MODULE ALLOY_BUILD_DIR "/.libs/alloy_jemalloc.so"
+
+static uint64_t thread_allocated(void)
+{
+	uint64_t v = 0;
+	size_t len = sizeof(v);
+
+	ck_assert_int_eq(mallctl("thread.allocated", &v, &len, NULL, 0), 0);
+	return v;
+}
+
+/* The library that defines the malloc every caller in the process gets. */
+static const char *malloc_provider(void)
+{
+	Dl_info info;
+
+	ck_assert(dladdr((void *)malloc, &info));
+	return info.dli_fname;
+}
+
+static struct alloy_allocator *jemalloc_default(const char *conf)
+{
+	struct alloy_allocator *a;
+
+	test_set_conf(conf);
+	ck_assert_int_eq(alloy_init(), 0);
+	a = alloy_get_default(ALLOY_DEVICE_CPU);
+	ck_assert_str_eq(alloy_allocator_name(a), "jemalloc");
+	return a;
+}
+
+START_TEST(serves_cpu_from_the_build_tree)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	char want[4096], got[4096];
+
+	ck_assert_ptr_nonnull(realpath(MODULE, want));
+	ck_assert_ptr_nonnull(realpath(alloy_allocator_origin(a), got));
+	ck_assert_str_eq(got, want);
+}
+END_TEST
+
+START_TEST(never_the_process_malloc)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	struct alloy_data_ptr dp;
+	uint64_t before;
+	void *p;
+
+	ck_assert_msg(strstr(malloc_provider(), "libc.so"),
+		      "malloc comes from %s", malloc_provider());
+	/* A megabyte from malloc is not jemalloc's ... */
+	before = thread_allocated();
+	p = malloc(1 << 20);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_lt(thread_allocated() - before, 1 << 20);
+	free(p);
+	/* ... but one through alloy is. */
+	before = thread_allocated();
+	ck_assert_ok(alloy_alloc(a, 1 << 20, 64, 0, &dp));
+	ck_assert_uint_ge(thread_allocated() - before, 1 << 20);
+	alloy_data_ptr_free(&dp);
+}
+END_TEST
+
+START_TEST(alignment_zero_and_sizes)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+
+	for (size_t align = 8; align <= 65536; align *= 4) {
+		for (size_t size = 1; size < (1 << 20); size = size * 3 + 1) {
+			struct alloy_data_ptr dp;
+
+			ck_assert_ok(alloy_alloc(a, size, align, ALLOY_ALLOC_ZERO, &dp));
+			ck_assert_uint_eq((uintptr_t)dp.ptr % align, 0);
+			ck_assert_uint_ge(sallocx(dp.ptr, 0), size);
+			ck_assert_uint_ge(alloy_allocator_usable_size(a, dp.ptr, size),
+					  size);
+			for (size_t i = 0; i < size; i += 997)
+				ck_assert_int_eq(((char *)dp.ptr)[i], 0);
+			alloy_data_ptr_free(&dp);
+		}
+	}
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+}
+END_TEST
+
+START_TEST(realloc_keeps_contents)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_alloc(a, 100, 256, 0, &dp));
+	memset(dp.ptr, 7, 100);
+	ck_assert_ok(alloy_data_ptr_realloc(&dp, 1 << 20));
+	ck_assert_uint_eq((uintptr_t)dp.ptr % 256, 0);
+	ck_assert_int_eq(((char *)dp.ptr)[99], 7);
+	alloy_data_ptr_free(&dp);
+}
+END_TEST
+
+START_TEST(stats_are_jemallocs)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_alloc(a, 8 << 20, 64, 0, &dp));
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	ck_assert_uint_ge(st.allocated, 8 << 20);
+	ck_assert_uint_ge(st.active, st.allocated);
+	ck_assert_uint_ge(st.resident, 1);
+	ck_assert_uint_ge(st.mapped, st.active);
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+}
+END_TEST
+
+START_TEST(dedicated_arena)
+{
+	struct alloy_allocator *a =
+		jemalloc_default("cpu:jemalloc,jemalloc.arena:dedicated");
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct alloy_data_ptr dp[10];
+	unsigned mine = 0, theirs = 0;
+	size_t len = sizeof(mine);
+	void *p;
+
+	for (int i = 0; i < 10; i++)
+		ck_assert_ok(alloy_alloc(a, 1 << 20, 64, 0, &dp[i]));
+	/* The blocks live in an arena that is not this thread's. */
+	ck_assert_int_eq(mallctl("thread.arena", &mine, &len, NULL, 0), 0);
+	p = dp[0].ptr;
+	len = sizeof(theirs);
+	ck_assert_int_eq(mallctl("arenas.lookup", &theirs, &len, &p, sizeof(p)), 0);
+	ck_assert_uint_ne(mine, theirs);
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	ck_assert_uint_eq(st.allocated, 10 << 20);
+	for (int i = 0; i < 10; i++)
+		alloy_data_ptr_free(&dp[i]);
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	ck_assert_uint_eq(st.allocated, 0);
+}
+END_TEST
+
+START_TEST(bad_option_is_reported)
+{
+	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
+	ck_assert_int_eq(alloy_init(), 2);
+	/* It still serves. */
+	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+			 "jemalloc");
+}
+END_TEST
+
+Suite *suite_jemalloc(void)
+{
+	Suite *s = suite_create("jemalloc");
+	TCase *tc = tcase_create("module");
+
+	tcase_add_test(tc, serves_cpu_from_the_build_tree);
+	tcase_add_test(tc, never_the_process_malloc);
+	tcase_add_test(tc, alignment_zero_and_sizes);
+	tcase_add_test(tc, realloc_keeps_contents);
+	tcase_add_test(tc, stats_are_jemallocs);
+	tcase_add_test(tc, dedicated_arena);
+	tcase_add_test(tc, bad_option_is_reported);
+	suite_add_tcase(s, tc);
+	return s;
+}
+#else
+Suite *suite_jemalloc(void)
+{
+	/* No test case: nothing is counted as passed. */
+	printf("jemalloc: skipped: built without jemalloc\n");
+	return suite_create("jemalloc");
+}
+#endif

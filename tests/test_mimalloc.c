@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/test_mimalloc.c - the mimalloc module, loaded by name from the
+ * build tree: it serves cpu:mimalloc with the asked alignment, reports
+ * mimalloc's figures, and leaves the process's malloc alone.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#ifdef ALLOY_HAVE_MIMALLOC
+#include <dlfcn.h>
+#include <mimalloc.h>
+
+#define MODULE ALLOY_BUILD_DIR "/.libs/alloy_mimalloc.so"
+
+static struct alloy_allocator *mimalloc_default(void)
+{
+	struct alloy_allocator *a;
+	char want[4096], got[4096];
+
+	test_set_conf("cpu:mimalloc");
+	ck_assert_int_eq(alloy_init(), 0);
+	a = alloy_get_default(ALLOY_DEVICE_CPU);
+	ck_assert_str_eq(alloy_allocator_name(a), "mimalloc");
+	ck_assert_ptr_nonnull(realpath(MODULE, want));
+	ck_assert_ptr_nonnull(realpath(alloy_allocator_origin(a), got));
+	ck_assert_str_eq(got, want);
+	return a;
+}
+
+START_TEST(serves_with_alignment)
+{
+	struct alloy_allocator *a = mimalloc_default();
+
+	for (size_t align = 8; align <= 65536; align *= 4) {
+		for (size_t size = 1; size < (1 << 20); size = size * 3 + 1) {
+			struct alloy_data_ptr dp;
+
+			ck_assert_ok(alloy_alloc(a, size, align, ALLOY_ALLOC_ZERO, &dp));
+			ck_assert_uint_eq((uintptr_t)dp.ptr % align, 0);
+			ck_assert(mi_is_in_heap_region(dp.ptr));
+			ck_assert_uint_ge(alloy_allocator_usable_size(a, dp.ptr, size),
+					  size);
+			for (size_t i = 0; i < size; i += 997)
+				ck_assert_int_eq(((char *)dp.ptr)[i], 0);
+			alloy_data_ptr_free(&dp);
+		}
+	}
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+}
+END_TEST
+
+START_TEST(never_the_process_malloc)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	Dl_info info;
+	void *p = malloc(1000);
+
+	(void)a;
+	ck_assert(dladdr((void *)malloc, &info));
+	ck_assert_msg(strstr(info.dli_fname, "libc.so"), "malloc comes from %s",
+		      info.dli_fname);
+	ck_assert(!mi_is_in_heap_region(p));
+	free(p);
+}
+END_TEST
+
+START_TEST(stats_and_realloc)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_alloc(a, 100, 128, 0, &dp));
+	memset(dp.ptr, 3, 100);
+	ck_assert_ok(alloy_data_ptr_realloc(&dp, 16 << 20));
+	ck_assert_uint_eq((uintptr_t)dp.ptr % 128, 0);
+	ck_assert_int_eq(((char *)dp.ptr)[99], 3);
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	/* mimalloc's committed memory holds the 16 MiB block. */
+	ck_assert_uint_ge(st.reserved, 16 << 20);
+	ck_assert_uint_ge(st.peak_reserved, st.reserved);
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+}
+END_TEST
+
+Suite *suite_mimalloc(void)
+{
+	Suite *s = suite_create("mimalloc");
+	TCase *tc = tcase_create("module");
+
+	tcase_add_test(tc, serves_with_alignment);
+	tcase_add_test(tc, never_the_process_malloc);
+	tcase_add_test(tc, stats_and_realloc);
+	suite_add_tcase(s, tc);
+	return s;
+}
+#else
+Suite *suite_mimalloc(void)
+{
+	/* No test case: nothing is counted as passed. */
+	printf("mimalloc: skipped: built without mimalloc\n");
+	return suite_create("mimalloc");
+}
+#endif

@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/test_modules.sh - the modules and the example plugin through the
+# alloy command, as a user runs it: cpu:jemalloc and cpu:mimalloc need
+# nothing else, `alloy list` shows where each allocator came from, the
+# out-of-tree example serves `alloy demo` through ALLOY_PLUGINS, and a
+# broken plugin is one clear line while the demo goes on.
+set -u
+ALLOY=${ALLOY:-./alloy}
+top=$(dirname "$ALLOY")
+pass=0
+fail=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+check() { # description, then a shell condition
+	desc=$1
+	shift
+	if eval "$@"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $desc"
+		echo "  stdout: $(head -c 800 "$out")"
+		echo "  stderr: $(head -c 800 "$err")"
+	fi
+}
+
+have() { # module built?
+	[ -f "$top/.libs/alloy_$1.so" ]
+}
+
+for m in jemalloc mimalloc; do
+	if ! have $m; then
+		echo "skipped: alloy_$m.so not built"
+		continue
+	fi
+	ALLOY_CONF=cpu:$m "$ALLOY" demo >"$out" 2>"$err"
+	check "cpu:$m demo exits 0" '[ $? -eq 0 ]'
+	check "cpu:$m demo is served by $m" "grep -q 'served by \"$m\"' \"\$out\""
+	check "cpu:$m summary shows $m as the default" \
+		"grep -E '^ +$m +cpu .*\\(cpu default\\)' \"\$out\" >/dev/null"
+	check "cpu:$m prints nothing on stderr" '[ ! -s "$err" ]'
+	ALLOY_CONF=cpu:$m "$ALLOY" list >"$out" 2>"$err"
+	check "list shows $m's module path as origin" \
+		"grep -E '^$m .*/alloy_$m\\.so\$' \"\$out\" >/dev/null"
+done
+
+plugin=$top/examples/plugin/alloy_arena.so
+ALLOY_PLUGINS=$plugin ALLOY_CONF=cpu:arena "$ALLOY" demo >"$out" 2>"$err"
+check "example plugin demo exits 0" '[ $? -eq 0 ]'
+check "example plugin serves the demo" "grep -q 'served by \"arena\"' \"\$out\""
+ALLOY_PLUGINS=$plugin "$ALLOY" list >"$out" 2>"$err"
+check "list shows the plugin path" "grep -q 'alloy_arena.so' \"\$out\""
+
+ALLOY_PLUGINS=/nonexistent/x.so:$plugin ALLOY_CONF=cpu:arena "$ALLOY" demo \
+	>"$out" 2>"$err"
+check "a missing plugin does not stop the demo" '[ $? -eq 0 ]'
+check "... which the next plugin still serves" "grep -q 'served by \"arena\"' \"\$out\""
+check "... and is one clear stderr line" \
+	"[ \$(wc -l <\"\$err\") -eq 1 ] && grep -q 'ALLOY_PLUGINS: .*/nonexistent/x.so: no such file' \"\$err\""
+
+ALLOY_CONF=cpu:nosuch "$ALLOY" demo >"$out" 2>"$err"
+check "an unknown allocator falls back to default" "grep -q 'served by \"default\"' \"\$out\""
+check "... saying where it looked" "grep -q 'no alloy_nosuch.so in' \"\$err\""
+
+echo "test_modules: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/test_plugin.c - the plugin loader, with real shared objects built
+ * by the test suite (tests/plugins/): one per failure class, each of which
+ * must be refused with its own code and message and leave nothing behind,
+ * and good ones that must load, serve, refuse to unload while used, and
+ * unload.  Also loading by name from a module directory, ALLOY_PLUGINS at
+ * init, and the out-of-tree example plugin (examples/plugin).
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <alloy/plugin.h>
+
+#include "testutil.h"
+
+#define PLUGIN_DIR ALLOY_BUILD_DIR "/tests/plugins/.libs"
+#define PLUGIN(name) PLUGIN_DIR "/" name ".so"
+#define EXAMPLE_PLUGIN ALLOY_BUILD_DIR "/examples/plugin/alloy_arena.so"
+
+/* Loading path fails with err, a message containing what, and no trace. */
+static void assert_refused(const char *path, int err, const char *what,
+			   const char *name)
+{
+	int rc = alloy_plugin_load(path);
+
+	ck_assert_msg(rc == err, "%s: got %d (%s), want %d", path, rc,
+		      alloy_last_error(), err);
+	ck_assert_msg(strstr(alloy_last_error(), what),
+		      "%s: message \"%s\" lacks \"%s\"", path,
+		      alloy_last_error(), what);
+	ck_assert_msg(strstr(alloy_last_error(), path),
+		      "message \"%s\" does not name the file", alloy_last_error());
+	if (name)
+		ck_assert_ptr_null(alloy_find_allocator(name));
+	/* Refused, not loaded: unload finds nothing. */
+	ck_assert_int_eq(alloy_plugin_unload(path), -ENOENT);
+}
+
+START_TEST(missing_file)
+{
+	assert_refused("/nonexistent/alloy_nothing.so", -ENOENT, "no such file",
+		       NULL);
+}
+END_TEST
+
+START_TEST(not_a_shared_object)
+{
+	char path[] = "/tmp/alloy-test-notso-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "just text\n", 10), 10);
+	close(fd);
+	assert_refused(path, -ENOEXEC, "not a shared object", NULL);
+	unlink(path);
+	/* A directory is not one either. */
+	assert_refused(PLUGIN_DIR, -ENOEXEC, "not a regular file", NULL);
+}
+END_TEST
+
+START_TEST(no_entry_symbol)
+{
+	assert_refused(PLUGIN("no_entry"), -ENOSYS,
+		       "no entry symbol " ALLOY_PLUGIN_ENTRY, NULL);
+}
+END_TEST
+
+START_TEST(abi_major_mismatch)
+{
+	assert_refused(PLUGIN("abi_major"), -EPROTO, "built for plugin ABI 2.0",
+		       "abi_major_alloc");
+}
+END_TEST
+
+START_TEST(struct_too_small)
+{
+	assert_refused(PLUGIN("small_struct"), -EPROTO,
+		       "is smaller than the", "small_struct_alloc");
+}
+END_TEST
+
+START_TEST(required_op_missing)
+{
+	assert_refused(PLUGIN("no_free"), -EINVAL, "required op free is NULL",
+		       "no_free_bad");
+	/* Its first, valid allocator was not registered either. */
+	ck_assert_ptr_null(alloy_find_allocator("no_free_ok"));
+}
+END_TEST
+
+START_TEST(duplicate_name)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+
+	assert_refused(PLUGIN("dup_name"), -EEXIST,
+		       "\"default\" is already registered (origin builtin)",
+		       "dup_first");
+	/* The built-in it clashed with is untouched. */
+	ck_assert_ptr_eq(alloy_find_allocator("default"), d);
+	ck_assert_str_eq(alloy_allocator_origin(d), "builtin");
+}
+END_TEST
+
+START_TEST(init_fails)
+{
+	ck_assert_int_eq(alloy_plugin_load(PLUGIN("init_fails")), -ENODEV);
+	ck_assert_msg(strstr(alloy_last_error(), "no frobnicator present"),
+		      "the plugin's own reason is lost: %s", alloy_last_error());
+	/* Refused every time, the same way. */
+	assert_refused(PLUGIN("init_fails"), -ENODEV, "plugin init failed",
+		       "init_fails_alloc");
+}
+END_TEST
+
+START_TEST(newer_minor_loads)
+{
+	struct alloy_allocator *a;
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_plugin_load(PLUGIN("newer_minor")));
+	a = alloy_find_allocator("newer_minor_alloc");
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ok(alloy_alloc(a, 100, 64, 0, &dp));
+	alloy_data_ptr_free(&dp);
+	ck_assert_ok(alloy_plugin_unload(PLUGIN("newer_minor")));
+}
+END_TEST
+
+START_TEST(good_plugin_lifecycle)
+{
+	const char *path = PLUGIN("good");
+	struct alloy_allocator *one, *two;
+	struct alloy_data_ptr dp;
+	void *h;
+	int (*counts)(int);
+
+	ck_assert_ok(alloy_plugin_load(path));
+	one = alloy_find_allocator("plug_one");
+	two = alloy_find_allocator("plug_two");
+	ck_assert_ptr_nonnull(one);
+	ck_assert_ptr_nonnull(two);
+	ck_assert_str_eq(alloy_allocator_origin(one), path);
+	ck_assert_str_eq(alloy_allocator_origin(two), path);
+	ck_assert_int_eq(alloy_plugin_load(path), -EEXIST);
+
+	/* init ran exactly once, fini not yet. */
+	h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	ck_assert_ptr_nonnull(h);
+	counts = (int (*)(int))dlsym(h, "alloy_module_test_counts");
+	ck_assert_ptr_nonnull(counts);
+	ck_assert_int_eq(counts(0), 1);
+	ck_assert_int_eq(counts(1), 0);
+	dlclose(h);
+
+	/* A live block pins it. */
+	ck_assert_ok(alloy_alloc(two, 256, 64, ALLOY_ALLOC_ZERO, &dp));
+	ck_assert_uint_eq((uintptr_t)dp.ptr % 64, 0);
+	ck_assert_int_eq(((unsigned char *)dp.ptr)[255], 0);
+	ck_assert_int_eq(alloy_plugin_unload(path), -EBUSY);
+	ck_assert_msg(strstr(alloy_last_error(), "live blocks"), "%s",
+		      alloy_last_error());
+	ck_assert_ptr_eq(alloy_find_allocator("plug_one"), one);
+	alloy_data_ptr_free(&dp);
+
+	/* So does being a default. */
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, one));
+	ck_assert_int_eq(alloy_plugin_unload(path), -EBUSY);
+	ck_assert_msg(strstr(alloy_last_error(), "is the default"), "%s",
+		      alloy_last_error());
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CPU, "default"));
+
+	ck_assert_ok(alloy_plugin_unload(path));
+	ck_assert_ptr_null(alloy_find_allocator("plug_one"));
+	ck_assert_ptr_null(alloy_find_allocator("plug_two"));
+	/* Gone from the process, not merely unregistered. */
+	ck_assert_ptr_null(dlopen(path, RTLD_NOW | RTLD_NOLOAD));
+	ck_assert_int_eq(alloy_plugin_unload(path), -ENOENT);
+	/* And it can come back. */
+	ck_assert_ok(alloy_plugin_load(path));
+	ck_assert_ptr_nonnull(alloy_find_allocator("plug_one"));
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+	ck_assert_int_eq(alloy_plugin_load(NULL), -EINVAL);
+	ck_assert_int_eq(alloy_plugin_load(""), -EINVAL);
+	ck_assert_int_eq(alloy_plugin_unload(NULL), -EINVAL);
+}
+END_TEST
+
+/* Run alloy_init with stderr captured; returns what it printed. */
+static char *init_capturing_stderr(void)
+{
+	static char out[4096];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	ck_assert_ptr_nonnull(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	alloy_init();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return out;
+}
+
+START_TEST(alloy_plugins_env)
+{
+	char *err;
+
+	setenv("ALLOY_PLUGINS",
+	       "/nonexistent/a.so:" PLUGIN("good") "::" PLUGIN("abi_major"), 1);
+	/* Loaded before the defaults are applied: cpu can name its allocator. */
+	test_set_conf("cpu:plug_two");
+	err = init_capturing_stderr();
+	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+			 "plug_two");
+	/* One line per failure, and the good one between them still loaded. */
+	ck_assert_msg(strstr(err, "alloy: ALLOY_PLUGINS: alloy_plugin_load: /nonexistent/a.so: no such file"),
+		      "stderr: %s", err);
+	ck_assert_msg(strstr(err, "abi_major.so: built for plugin ABI 2.0"),
+		      "stderr: %s", err);
+	ck_assert_ptr_nonnull(alloy_find_allocator("plug_one"));
+}
+END_TEST
+
+/* A module directory holding good.so as alloy_plug.so. */
+static char *make_module_dir(void)
+{
+	static char dir[] = "/tmp/alloy-test-modules-XXXXXX";
+	char cmd[512];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s/alloy_plug.so'", PLUGIN("good"),
+		 dir);
+	ck_assert_int_eq(system(cmd), 0);
+	return dir;
+}
+
+static void remove_module_dir(const char *dir)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(request_by_name)
+{
+	char *dir = make_module_dir();
+	char want[512], path[256];
+	struct alloy_allocator *a;
+
+	/* A search path: empty and missing entries are skipped. */
+	snprintf(path, sizeof(path), "/nonexistent::%s", dir);
+	setenv("ALLOY_MODULE_PATH", path, 1);
+	/* plug_two: no alloy_plug_two.so, so the prefix module alloy_plug.so. */
+	a = alloy_request_allocator("plug_two");
+	ck_assert_msg(a, "%s", alloy_last_error());
+	snprintf(want, sizeof(want), "%s/alloy_plug.so", dir);
+	ck_assert_str_eq(alloy_allocator_origin(a), want);
+	/* The same module provided plug_one: no second load. */
+	ck_assert_ptr_nonnull(alloy_request_allocator("plug_one"));
+	/* A module that is there but lacks the name. */
+	ck_assert_ptr_null(alloy_request_allocator("plug_three"));
+	ck_assert_msg(strstr(alloy_last_error(), "provides no allocator \"plug_three\""),
+		      "%s", alloy_last_error());
+	/* No module at all. */
+	ck_assert_ptr_null(alloy_request_allocator("nothing_here"));
+	ck_assert_msg(strstr(alloy_last_error(), "no alloy_nothing_here.so or alloy_nothing.so in"),
+		      "%s", alloy_last_error());
+	remove_module_dir(dir);
+}
+END_TEST
+
+START_TEST(conf_names_a_module)
+{
+	char *dir = make_module_dir();
+
+	setenv("ALLOY_MODULE_PATH", dir, 1);
+	test_set_conf("cpu:plug_one");
+	ck_assert_int_eq(alloy_init(), 0);
+	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+			 "plug_one");
+	remove_module_dir(dir);
+}
+END_TEST
+
+START_TEST(example_plugin)
+{
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct alloy_data_ptr dp[100];
+	struct alloy_allocator *a;
+
+	setenv("ALLOY_PLUGINS", EXAMPLE_PLUGIN, 1);
+	test_set_conf("cpu:arena,arena.chunk_size:4K");
+	ck_assert_int_eq(alloy_init(), 0);
+	a = alloy_get_default(ALLOY_DEVICE_CPU);
+	ck_assert_str_eq(alloy_allocator_name(a), "arena");
+	ck_assert_str_eq(alloy_allocator_origin(a), EXAMPLE_PLUGIN);
+	for (int i = 0; i < 100; i++) {
+		ck_assert_ok(alloy_context_new(ALLOY_CPU, 100 + (size_t)i, &dp[i]));
+		ck_assert_uint_eq((uintptr_t)dp[i].ptr % 64, 0);
+		memset(dp[i].ptr, i, dp[i].size);
+	}
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(((unsigned char *)dp[i].ptr)[dp[i].size - 1], i);
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	/* 100 blocks of ~192 bytes do not fit one 4K chunk. */
+	ck_assert_uint_gt(st.num_system_allocs, 1);
+	ck_assert_uint_eq(st.num_system_frees, 0);
+	for (int i = 0; i < 100; i++)
+		alloy_data_ptr_free(&dp[i]);
+	/* The last free reset it: every chunk but one went back. */
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	ck_assert_uint_eq(st.num_system_frees, st.num_system_allocs - 1);
+	ck_assert_uint_eq(st.reserved, 4096);
+}
+END_TEST
+
+Suite *suite_plugin(void)
+{
+	Suite *s = suite_create("plugin");
+	TCase *broken = tcase_create("broken");
+	TCase *good = tcase_create("good");
+	TCase *loading = tcase_create("loading");
+
+	tcase_add_test(broken, missing_file);
+	tcase_add_test(broken, not_a_shared_object);
+	tcase_add_test(broken, no_entry_symbol);
+	tcase_add_test(broken, abi_major_mismatch);
+	tcase_add_test(broken, struct_too_small);
+	tcase_add_test(broken, required_op_missing);
+	tcase_add_test(broken, duplicate_name);
+	tcase_add_test(broken, init_fails);
+	tcase_add_test(broken, bad_arguments);
+	tcase_add_test(good, newer_minor_loads);
+	tcase_add_test(good, good_plugin_lifecycle);
+	tcase_add_test(good, example_plugin);
+	tcase_add_test(loading, alloy_plugins_env);
+	tcase_add_test(loading, request_by_name);
+	tcase_add_test(loading, conf_names_a_module);
+	suite_add_tcase(s, broken);
+	suite_add_tcase(s, good);
+	suite_add_tcase(s, loading);
+	return s;
+}
