@@ -8,6 +8,8 @@
 
 #define ALLOY_TEST_SUITES(X) \
 	X(error)             \
+	X(reporter)          \
+	X(trace)             \
 	X(conf)              \
 	X(registry)          \
 	X(default)           \

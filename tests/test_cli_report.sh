@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/test_cli_report.sh - the reporter as a user meets it: the demo's
+# exit report and trace, `alloy report` in every format, `alloy replay`
+# reproducing the demo's peak, and bad traces refused without clobbering.
+set -u
+ALLOY=${ALLOY:-./alloy}
+pass=0
+fail=0
+dir=$(mktemp -d)
+out=$dir/out err=$dir/err
+trap 'rm -rf "$dir"' EXIT
+
+check() { # description, then a shell condition
+	desc=$1
+	shift
+	if eval "$@"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $desc"
+		echo "  stdout: $(head -c 600 "$out")"
+		echo "  stderr: $(head -c 600 "$err")"
+	fi
+}
+
+run() { # exit status of the alloy command, output in $out/$err
+	"$ALLOY" "$@" >"$out" 2>"$err"
+	echo $?
+}
+
+# The demo with the reporter on: a summary per allocator, no leaks.
+ALLOY_CONF="report:stderr,trace:$dir/t.trace" "$ALLOY" demo >"$out" 2>"$err"
+rc=$?
+check "demo with report and trace exits 0" '[ "$rc" = 0 ]'
+check "exit report has the summary table" 'grep -q "^allocator .*current .*peak" "$err" && grep -q "^default  *cpu:0" "$err"'
+check "exit report finds no leaks" 'grep -q "0 blocks, 0 bytes: no leaks" "$err"'
+check "trace ends with its end record" 'tail -n 1 "$dir/t.trace" | grep -q "^end "'
+demo_peak=$(awk '$1 == "(all)" { print $3 }' "$err")
+check "exit report has a peak" '[ -n "$demo_peak" ] && [ "$demo_peak" -gt 0 ]'
+
+ALLOY_CONF="report:$dir/r.json,report_format:json" "$ALLOY" demo >"$out" 2>"$err"
+check "JSON exit report written to a file" 'grep -q "\"leaked_blocks\": 0" "$dir/r.json"'
+
+rc=$(run report "$dir/t.trace")
+check "report text exits 0" '[ "$rc" = 0 ]'
+check "report text has the same peak" 'grep -q "^peak $demo_peak bytes" "$out"'
+rc=$(run report "$dir/t.trace" --format json)
+check "report json has the peak" '[ "$rc" = 0 ] && grep -q "\"peak_bytes\": $demo_peak" "$out"'
+rc=$(run report "$dir/t.trace" --format svg -o "$dir/t.svg")
+check "report svg writes a picture" '[ "$rc" = 0 ] && grep -q "<svg" "$dir/t.svg" && grep -q "peak" "$dir/t.svg" && tail -n 1 "$dir/t.svg" | grep -q "</svg>"'
+rc=$(run report "$dir/t.trace" --format html -o "$dir/t.html")
+check "report html is one offline page" '[ "$rc" = 0 ] && grep -q "<svg" "$dir/t.html" && ! grep -q "http[s]*://[^w]" "$dir/t.html"'
+
+rc=$(run replay "$dir/t.trace" --allocator default)
+check "replay reproduces the demo peak" '[ "$rc" = 0 ] && grep -q "^peak live bytes $demo_peak .*as in the trace" "$out"'
+check "replay prints no progress into a pipe" '! grep -q "replay:" "$err"'
+rc=$(run replay "$dir/t.trace" --allocator no_such_allocator)
+check "replay with an unknown allocator exits 1" '[ "$rc" = 1 ] && grep -q no_such_allocator "$err"'
+rc=$(run replay "$dir/t.trace")
+check "replay without --allocator is a usage error" '[ "$rc" = 2 ]'
+
+# A cut trace: refused with line and offset, and -o left alone.
+# Cut inside the fifth line, as a disk-full or a killed copy would.
+head -c $(($(head -n 5 "$dir/t.trace" | wc -c) - 3)) "$dir/t.trace" >"$dir/cut.trace"
+echo "old picture" >"$dir/keep.svg"
+rc=$(run report "$dir/cut.trace" --format svg -o "$dir/keep.svg")
+check "cut trace is refused with line and byte" '[ "$rc" = 1 ] && grep -q "cut.trace:[0-9]*: (byte [0-9]*) truncated line" "$err"'
+check "a refused trace writes nothing over -o" 'grep -q "old picture" "$dir/keep.svg" && [ "$(ls "$dir" | grep -c tmp)" = 0 ]'
+rc=$(run report "$dir/missing.trace")
+check "missing trace exits 1" '[ "$rc" = 1 ] && grep -q "missing.trace" "$err"'
+
+# A crashed program's trace (no end record) still reports, with a warning.
+grep -v "^end " "$dir/t.trace" >"$dir/crash.trace"
+rc=$(run report "$dir/crash.trace")
+check "trace without end record reports with a warning" '[ "$rc" = 0 ] && grep -q "no end record" "$err" && grep -q "^peak $demo_peak" "$out"'
+
+echo "test_cli_report: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/test_reporter.c - the reporter: exact accounting, peaks and their
+ * reset, bad frees, on/off, thread stress, the snapshot header, and the
+ * text and JSON reports (the JSON parsed back by a small reader below).
+ */
+#include <ctype.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static struct alloy_reporter_snapshot snap;
+
+static void take(void)
+{
+	memset(&snap, 0, sizeof(snap));
+	snap.size = sizeof(snap);
+	snap.version = ALLOY_REPORTER_SNAPSHOT_VERSION;
+	ck_assert_ok(alloy_reporter_snapshot(&snap));
+}
+
+/* The counts of allocator name on the CPU (all zero if never seen). */
+static struct alloy_reporter_counts counts(const char *name)
+{
+	struct alloy_reporter_counts none = { 0 };
+
+	take();
+	for (uint32_t i = 0; i < snap.nentries; i++)
+		if (!strcmp(snap.entries[i].allocator, name))
+			return snap.entries[i].c;
+	return none;
+}
+
+START_TEST(accounting_is_exact)
+{
+	static const size_t sizes[] = { 1, 64, 100, 4096, 12345, 1 << 20, 3 };
+	struct test_alloc ta;
+	struct alloy_allocator *a = test_alloc_register(&ta, "rep_exact");
+	struct alloy_data_ptr dp[7];
+	struct alloy_reporter_counts c;
+	uint64_t start_all, live = 0, peak = 0, last_peak = 0, nlive = 0;
+
+	ck_assert_ok(alloy_reporter_enable());
+	take();
+	start_all = snap.total.current_bytes;
+	for (int i = 0; i < 7; i++) {
+		ck_assert_ok(alloy_alloc(a, sizes[i], 0, 0, &dp[i]));
+		live += sizes[i];
+		nlive++;
+		peak = live > peak ? live : peak;
+		c = counts("rep_exact");
+		/* Allocating N bytes raises current by exactly N. */
+		ck_assert_uint_eq(c.current_bytes, live);
+		ck_assert_uint_eq(c.peak_bytes, peak);
+		ck_assert_uint_eq(c.allocs, (uint64_t)i + 1);
+		ck_assert_uint_eq(c.live_blocks, nlive);
+		ck_assert_uint_eq(snap.total.current_bytes, start_all + live);
+		ck_assert_uint_ge(c.peak_bytes, last_peak);
+		last_peak = c.peak_bytes;
+		/* Free every other one right away: peak stays, current drops. */
+		if (i & 1) {
+			alloy_data_ptr_free(&dp[i]);
+			live -= sizes[i];
+			nlive--;
+			c = counts("rep_exact");
+			ck_assert_uint_eq(c.current_bytes, live);
+			ck_assert_uint_eq(c.peak_bytes, peak);
+		}
+	}
+	for (int i = 0; i < 7; i += 2)
+		alloy_data_ptr_free(&dp[i]);
+	c = counts("rep_exact");
+	/* Freeing everything returns exactly to the start. */
+	ck_assert_uint_eq(c.current_bytes, 0);
+	ck_assert_uint_eq(snap.total.current_bytes, start_all);
+	ck_assert_uint_eq(c.peak_bytes, peak);
+	ck_assert_uint_eq(c.allocs, 7);
+	ck_assert_uint_eq(c.frees, 7);
+	ck_assert_uint_eq(c.live_blocks, 0);
+	ck_assert_uint_eq(c.total_bytes, 1 + 64 + 100 + 4096 + 12345 + (1 << 20) + 3);
+	ck_assert_int_eq(ta.bad_frees, 0);
+}
+END_TEST
+
+START_TEST(reset_peaks_sets_peak_to_current)
+{
+	struct test_alloc ta;
+	struct alloy_allocator *a = test_alloc_register(&ta, "rep_peak");
+	struct alloy_data_ptr big, small;
+	struct alloy_reporter_counts c;
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_alloc(a, 1000, 0, 0, &small));
+	ck_assert_ok(alloy_alloc(a, 50000, 0, 0, &big));
+	alloy_data_ptr_free(&big);
+	ck_assert_uint_eq(counts("rep_peak").peak_bytes, 51000);
+	alloy_reporter_reset_peaks();
+	c = counts("rep_peak");
+	ck_assert_uint_eq(c.peak_bytes, 1000);
+	ck_assert_uint_eq(c.current_bytes, 1000);
+	ck_assert_uint_eq(snap.total.peak_bytes, snap.total.current_bytes);
+	/* Monotone again from there. */
+	ck_assert_ok(alloy_alloc(a, 10, 0, 0, &big));
+	ck_assert_uint_eq(counts("rep_peak").peak_bytes, 1010);
+	alloy_data_ptr_free(&big);
+	alloy_data_ptr_free(&small);
+	ck_assert_uint_eq(counts("rep_peak").peak_bytes, 1010);
+}
+END_TEST
+
+START_TEST(unknown_and_double_frees_are_counted)
+{
+	char buf[64], other[8];
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_reporter_note_alloc(buf, sizeof(buf), ALLOY_CPU));
+	ck_assert_uint_eq(counts("external").current_bytes, 64);
+	ck_assert_ok(alloy_reporter_note_free(buf));
+	ck_assert_int_eq(alloy_reporter_note_free(buf), -EALREADY);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "double free"));
+	ck_assert_int_eq(alloy_reporter_note_free(other), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "never saw"));
+	ck_assert_int_eq(alloy_reporter_note_free(other), -ENOENT);
+	ck_assert_ok(alloy_reporter_note_free(NULL));
+	take();
+	ck_assert_uint_eq(snap.double_frees, 1);
+	ck_assert_uint_eq(snap.unknown_frees, 2);
+	ck_assert_uint_eq(counts("external").current_bytes, 0);
+	ck_assert_uint_eq(counts("external").frees, 1);
+	/* A pointer made again after its free is live, not a double free. */
+	ck_assert_ok(alloy_reporter_note_alloc(buf, 8, ALLOY_CPU));
+	ck_assert_ok(alloy_reporter_note_free(buf));
+	take();
+	ck_assert_uint_eq(snap.double_frees, 1);
+}
+END_TEST
+
+START_TEST(blocks_made_while_off_are_not_counted)
+{
+	struct test_alloc ta;
+	struct alloy_allocator *a = test_alloc_register(&ta, "rep_off");
+	struct alloy_data_ptr before, during, after;
+	struct alloy_reporter_counts c;
+
+	ck_assert(!alloy_reporter_enabled());
+	ck_assert_ok(alloy_alloc(a, 111, 0, 0, &before));
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert(alloy_reporter_enabled());
+	ck_assert_ok(alloy_alloc(a, 222, 0, 0, &during));
+	alloy_data_ptr_free(&before); /* never seen: not counted */
+	c = counts("rep_off");
+	ck_assert_uint_eq(c.current_bytes, 222);
+	ck_assert_uint_eq(c.frees, 0);
+	ck_assert_ok(alloy_reporter_disable());
+	ck_assert_ok(alloy_alloc(a, 333, 0, 0, &after));
+	/* Recorded while on, freed while off: still accounted. */
+	alloy_data_ptr_free(&during);
+	c = counts("rep_off");
+	ck_assert_uint_eq(c.current_bytes, 0);
+	ck_assert_uint_eq(c.frees, 1);
+	ck_assert_uint_eq(c.allocs, 1);
+	alloy_data_ptr_free(&after);
+	take();
+	ck_assert_uint_eq(snap.unknown_frees, 0);
+	ck_assert_uint_eq(snap.double_frees, 0);
+	ck_assert_int_eq(snap.enabled, 0);
+	ck_assert_int_eq(ta.bad_frees, 0);
+}
+END_TEST
+
+START_TEST(snapshot_header_limits_the_copy)
+{
+	struct alloy_reporter_snapshot s;
+	uint32_t small = (uint32_t)offsetof(struct alloy_reporter_snapshot, total);
+
+	ck_assert_ok(alloy_reporter_enable());
+	memset(&s, 0xab, sizeof(s));
+	s.size = small;
+	s.version = ALLOY_REPORTER_SNAPSHOT_VERSION;
+	ck_assert_ok(alloy_reporter_snapshot(&s));
+	ck_assert_uint_eq(s.size, small);
+	ck_assert_uint_eq(s.version, ALLOY_REPORTER_SNAPSHOT_VERSION);
+	ck_assert_uint_eq(s.enabled, 1);
+	/* Nothing written past what the caller said it has. */
+	ck_assert_uint_eq(((unsigned char *)&s)[small], 0xab);
+	s.size = 4;
+	ck_assert_int_eq(alloy_reporter_snapshot(&s), -EINVAL);
+	ck_assert_int_eq(alloy_reporter_snapshot(NULL), -EINVAL);
+}
+END_TEST
+
+/* ---- thread stress ------------------------------------------------- */
+
+#define NTHREADS 4
+#define STEPS 20000
+#define XSLOTS 64
+
+struct stress {
+	struct alloy_allocator *a;
+	/* Blocks handed between threads, so frees cross threads. */
+	_Atomic(struct alloy_data_ptr *) exchange[XSLOTS];
+	atomic_long made, freed;
+	atomic_llong bytes;
+};
+
+static void *stress_thread(void *arg)
+{
+	struct stress *st = arg;
+	unsigned seed = (unsigned)(uintptr_t)pthread_self();
+
+	for (int i = 0; i < STEPS; i++) {
+		struct alloy_data_ptr *dp = malloc(sizeof(*dp)), *old;
+		size_t size = 1 + rand_r(&seed) % 8192;
+
+		if (!dp || alloy_alloc(st->a, size, 0, 0, dp))
+			abort();
+		atomic_fetch_add(&st->made, 1);
+		atomic_fetch_add(&st->bytes, (long long)size);
+		old = atomic_exchange(&st->exchange[rand_r(&seed) % XSLOTS], dp);
+		if (old) {
+			alloy_data_ptr_free(old);
+			free(old);
+			atomic_fetch_add(&st->freed, 1);
+		}
+	}
+	return NULL;
+}
+
+START_TEST(thread_stress_accounts_exactly)
+{
+	static struct stress st;
+	struct test_alloc ta;
+	pthread_t th[NTHREADS];
+	struct alloy_reporter_counts c;
+	uint64_t live_bytes = 0;
+
+	st.a = test_alloc_register(&ta, "rep_stress");
+	ck_assert_ok(alloy_reporter_enable());
+	for (int i = 0; i < NTHREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, stress_thread, &st), 0);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	c = counts("rep_stress");
+	for (int i = 0; i < XSLOTS; i++) {
+		struct alloy_data_ptr *dp = atomic_load(&st.exchange[i]);
+
+		if (dp)
+			live_bytes += dp->size;
+	}
+	ck_assert_uint_eq(c.allocs, NTHREADS * STEPS);
+	ck_assert_uint_eq(c.frees, (uint64_t)atomic_load(&st.freed));
+	ck_assert_uint_eq(c.total_bytes, (uint64_t)atomic_load(&st.bytes));
+	ck_assert_uint_eq(c.current_bytes, live_bytes);
+	ck_assert_uint_eq(c.live_blocks, NTHREADS * STEPS - (uint64_t)st.freed);
+	ck_assert_uint_ge(c.peak_bytes, c.current_bytes);
+	ck_assert_uint_le(c.peak_bytes, c.total_bytes);
+	for (int i = 0; i < XSLOTS; i++) {
+		struct alloy_data_ptr *dp = atomic_load(&st.exchange[i]);
+
+		if (dp) {
+			alloy_data_ptr_free(dp);
+			free(dp);
+		}
+	}
+	c = counts("rep_stress");
+	ck_assert_uint_eq(c.current_bytes, 0);
+	ck_assert_uint_eq(c.live_blocks, 0);
+	ck_assert_uint_eq(c.frees, NTHREADS * STEPS);
+	ck_assert_int_eq(ta.bad_frees, 0);
+}
+END_TEST
+
+/* ---- printed reports ----------------------------------------------- */
+
+struct text {
+	char buf[1 << 16];
+	size_t len;
+};
+
+static void append(void *arg, const char *s)
+{
+	struct text *t = arg;
+	size_t n = strlen(s);
+
+	ck_assert_uint_lt(t->len + n, sizeof(t->buf));
+	memcpy(t->buf + t->len, s, n + 1);
+	t->len += n;
+}
+
+/*
+ * A tiny JSON reader: enough to check the report is well formed and to
+ * fetch values by path.  Values are kept as spans of the text.
+ */
+struct jp {
+	const char *p;
+	bool ok;
+};
+
+static void ws(struct jp *j)
+{
+	while (isspace((unsigned char)*j->p))
+		j->p++;
+}
+
+static void jvalue(struct jp *j);
+
+static void jstring(struct jp *j)
+{
+	if (*j->p != '"') {
+		j->ok = false;
+		return;
+	}
+	for (j->p++; *j->p && *j->p != '"'; j->p++)
+		if (*j->p == '\\' && j->p[1])
+			j->p++;
+	if (*j->p != '"')
+		j->ok = false;
+	else
+		j->p++;
+}
+
+static void jvalue(struct jp *j)
+{
+	ws(j);
+	if (!j->ok)
+		return;
+	if (*j->p == '{' || *j->p == '[') {
+		char close = *j->p == '{' ? '}' : ']';
+		bool obj = close == '}';
+
+		j->p++;
+		ws(j);
+		if (*j->p == close) {
+			j->p++;
+			return;
+		}
+		for (;;) {
+			if (obj) {
+				ws(j);
+				jstring(j);
+				ws(j);
+				if (*j->p != ':') {
+					j->ok = false;
+					return;
+				}
+				j->p++;
+			}
+			jvalue(j);
+			ws(j);
+			if (!j->ok)
+				return;
+			if (*j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (*j->p == close) {
+				j->p++;
+				return;
+			}
+			j->ok = false;
+			return;
+		}
+	} else if (*j->p == '"') {
+		jstring(j);
+	} else if (!strncmp(j->p, "true", 4) || !strncmp(j->p, "null", 4)) {
+		j->p += 4;
+	} else if (!strncmp(j->p, "false", 5)) {
+		j->p += 5;
+	} else if (*j->p == '-' || isdigit((unsigned char)*j->p)) {
+		strtod(j->p, (char **)&j->p);
+	} else {
+		j->ok = false;
+	}
+}
+
+static bool json_valid(const char *s)
+{
+	struct jp j = { s, true };
+
+	jvalue(&j);
+	ws(&j);
+	return j.ok && *j.p == '\0';
+}
+
+/* The number after "key": in the object that starts at obj. */
+static long long json_num(const char *obj, const char *key)
+{
+	char pat[80];
+	const char *at;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	at = strstr(obj, pat);
+	ck_assert_msg(at, "no %s in %.200s", key, obj);
+	return strtoll(at + strlen(pat), NULL, 10);
+}
+
+START_TEST(json_report_parses_back)
+{
+	static struct text t;
+	struct test_alloc ta;
+	struct alloy_allocator *a = test_alloc_register(&ta, "rep_json");
+	struct alloy_data_ptr keep, gone;
+	const char *e, *leaks;
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_alloc(a, 4242, 0, 0, &keep));
+	ck_assert_ok(alloy_alloc(a, 100000, 0, 0, &gone));
+	alloy_data_ptr_free(&gone);
+	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_JSON, true));
+	ck_assert_msg(json_valid(t.buf), "not JSON: %s", t.buf);
+	e = strstr(t.buf, "\"allocator\": \"rep_json\"");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(json_num(e, "current_bytes"), 4242);
+	ck_assert_int_eq(json_num(e, "peak_bytes"), 104242);
+	ck_assert_int_eq(json_num(e, "allocs"), 2);
+	ck_assert_int_eq(json_num(e, "frees"), 1);
+	ck_assert_int_eq(json_num(t.buf, "unknown_frees"), 0);
+	leaks = strstr(t.buf, "\"leaks\": [");
+	ck_assert_ptr_nonnull(leaks);
+	ck_assert_int_eq(json_num(leaks, "size"), 4242);
+	ck_assert_int_eq(json_num(leaks, "leaked_blocks"), 1);
+	ck_assert_int_eq(json_num(leaks, "leaked_bytes"), 4242);
+	alloy_data_ptr_free(&keep);
+	t.len = 0;
+	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_JSON, true));
+	ck_assert(json_valid(t.buf));
+	ck_assert_int_eq(json_num(strstr(t.buf, "\"leaks\""), "leaked_blocks"), 0);
+	/* The reader itself rejects what is not JSON. */
+	ck_assert(!json_valid("{\"a\": 1,}"));
+	ck_assert(!json_valid("{\"a\" 1}"));
+	ck_assert_int_eq(alloy_reporter_print(append, &t, 7, false), -EINVAL);
+}
+END_TEST
+
+START_TEST(text_report_names_leaks_and_sites)
+{
+	static struct text t;
+	struct test_alloc ta;
+	struct alloy_allocator *a;
+	struct alloy_data_ptr keep;
+
+	test_set_conf("backtrace:1");
+	a = test_alloc_register(&ta, "rep_text");
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_alloc(a, 777, 0, 0, &keep));
+	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_TEXT, true));
+	ck_assert_ptr_nonnull(strstr(t.buf, "rep_text"));
+	ck_assert_ptr_nonnull(strstr(t.buf, "777 bytes from rep_text (cpu:0)"));
+	/* backtrace:1 gives the allocation site, frame by frame. */
+	ck_assert_ptr_nonnull(strstr(t.buf, "      at "));
+	ck_assert_ptr_nonnull(strstr(t.buf, "1 blocks, 777 bytes"));
+	alloy_data_ptr_free(&keep);
+}
+END_TEST
+
+START_TEST(event_log_has_one_line_per_event)
+{
+	char path[64], line[256];
+	struct test_alloc ta;
+	struct alloy_allocator *a;
+	struct alloy_data_ptr dp;
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/tmp/alloy-test-log.%d", (int)getpid());
+	{
+		char conf[96];
+
+		snprintf(conf, sizeof(conf), "log:%s", path);
+		test_set_conf(conf);
+	}
+	a = test_alloc_register(&ta, "rep_log");
+	ck_assert(alloy_reporter_enabled());
+	ck_assert_ok(alloy_alloc(a, 300, 0, 0, &dp));
+	alloy_data_ptr_free(&dp);
+	ck_assert_ok(alloy_reporter_flush());
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "rep_log"))
+			continue;
+		if (n == 0)
+			ck_assert_str_eq(line,
+					 "alloy: alloc 300 bytes from rep_log (cpu:0), total 300 bytes\n");
+		else
+			ck_assert_str_eq(line,
+					 "alloy: free 300 bytes to rep_log (cpu:0), total 0 bytes\n");
+		n++;
+	}
+	fclose(f);
+	unlink(path);
+	ck_assert_int_eq(n, 2);
+}
+END_TEST
+
+Suite *suite_reporter(void)
+{
+	Suite *s = suite_create("reporter");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, accounting_is_exact);
+	tcase_add_test(tc, reset_peaks_sets_peak_to_current);
+	tcase_add_test(tc, unknown_and_double_frees_are_counted);
+	tcase_add_test(tc, blocks_made_while_off_are_not_counted);
+	tcase_add_test(tc, snapshot_header_limits_the_copy);
+	tcase_add_test(tc, thread_stress_accounts_exactly);
+	tcase_add_test(tc, json_report_parses_back);
+	tcase_add_test(tc, text_report_names_leaks_and_sites);
+	tcase_add_test(tc, event_log_has_one_line_per_event);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
