@@ -16,6 +16,8 @@ int alloy__register_builtin_allocators(void)
 		alloy__register_debug_allocator,
 		/* then their inners, which may be each other */
 		alloy__wrap_resolve_inners,
+		/* the CUDA policies on the simulated device (no GPU needed) */
+		alloy__register_cuda_sim_allocators,
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++) {

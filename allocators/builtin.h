@@ -11,5 +11,6 @@ ALLOY_HIDDEN int alloy__register_default_allocator(void);
 ALLOY_HIDDEN int alloy__register_fail_allocator(void);
 ALLOY_HIDDEN int alloy__register_debug_allocator(void);
 ALLOY_HIDDEN int alloy__wrap_resolve_inners(void);
+ALLOY_HIDDEN int alloy__register_cuda_sim_allocators(void);
 
 #endif /* ALLOY_ALLOCATORS_BUILTIN_H */

@@ -25,6 +25,9 @@
 	X(tensor)              \
 	X(tensor_ops)          \
 	X(blob)                \
-	X(workspace)
+	X(workspace)          \
+	X(cuda_caching)       \
+	X(cuda_host)          \
+	X(syncedmem)
 
 #endif /* ALLOY_TESTS_SUITES_H */

@@ -16,6 +16,7 @@ static const struct bench *const benches[] = {
 	&bench_core,
 	&bench_backends,
 	&bench_tensor,
+	&bench_cuda,
 	&bench_reporter,
 };
 

@@ -23,8 +23,8 @@ static void print_text(FILE *out, const char *path, const struct trace *tr,
 {
 	char hb[32];
 
-	fprintf(out, "trace %s: version %d, pid %ld, %zu events over %.3f ms%s\n",
-		path, tr->version, tr->pid, tr->nev,
+	fprintf(out, "trace%s%s: version %d, pid %ld, %zu events over %.3f ms%s\n",
+		*path ? " " : "", path, tr->version, tr->pid, tr->nev,
 		(double)sum->duration_ns / 1e6,
 		tr->complete ? "" : " (no end record: cut short)");
 	fprintf(out, "%-16s %-11s %10s %10s %15s %13s %13s %8s\n", "allocator",

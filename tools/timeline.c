@@ -90,7 +90,9 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	uint64_t *live = calloc(ns + 1, sizeof(*live));
 	double dur = sum->duration_ns ? (double)sum->duration_ns : 1;
 	double ymax = sum->all.peak_bytes ? (double)sum->all.peak_bytes * 1.12 : 1;
-	double xstep, ystep, t = 0;
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double xstep, ystep, t = 0, unit = 1;
+	int u = 0;
 	bool show_all = ns > 1;
 	char hb[32];
 
@@ -129,13 +131,18 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 		"alloy: live bytes per allocator over time</text>\n",
 		W, H, W, H, LEFT);
 	/* Grid and axes. */
-	ystep = nice_step(ymax, 5);
+	/* Byte ticks round in the unit they are shown in: 20 KiB, not 19.53. */
+	while (unit * 1024 <= ymax && u < 4) {
+		unit *= 1024;
+		u++;
+	}
+	ystep = nice_step(ymax / unit, 5) * unit;
 	for (double v = 0; v <= ymax; v += ystep)
 		fprintf(out,
 			"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g %s</text>\n",
 			LEFT, RIGHT, y_of(v, ymax), y_of(v, ymax), LEFT - 6,
-			y_of(v, ymax) + 4, trace_human_bytes((uint64_t)v, hb, sizeof(hb)));
+			y_of(v, ymax) + 4, v / unit, units[u]);
 	xstep = nice_step(dur / 1e6, 6);
 	for (double ms = 0; ms <= dur / 1e6; ms += xstep) {
 		double x = LEFT + ms * 1e6 / dur * (NB - 1);

@@ -1,0 +1,982 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/cuda_caching.c - the CUDA caching allocator's policy.
+ *
+ * The policy of PyTorch's CUDACachingAllocator, written afresh over the
+ * device-memory source of devsrc.h so that it runs unchanged on a GPU and
+ * on the simulated device in CI:
+ *
+ *  - sizes round up to 512 B (or to a power-of-two division, option
+ *    roundup_power2_divisions);
+ *  - blocks of at most 1 MiB come from the small pool, carved from 2 MiB
+ *    segments; larger ones from the large pool, carved from 20 MiB
+ *    segments below 10 MiB and from segments rounded to 2 MiB above;
+ *  - best fit among the free blocks of the same stream; the rest of a
+ *    block is split off when it is worth keeping (>= 512 B small,
+ *    > 1 MiB large), never from blocks of max_split_size or more;
+ *  - freed blocks merge with free neighbours of their segment;
+ *  - a block used on other streams (record_stream) is reused only after
+ *    events recorded on those streams at free time have completed;
+ *  - on out-of-memory: free cached segments and retry, then wait for all
+ *    events, free again and retry, then fail with a message giving the
+ *    request, device total and free, allocated, reserved-but-unallocated
+ *    and the largest free block.
+ *
+ * The free blocks of a pool are kept in an array sorted by (stream, size,
+ * address): best fit is a binary search, and the array stays short (it
+ * holds cached fragments, not live blocks).  Live blocks are found by
+ * address in an open-addressing map.  One lock per allocator.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocators/cuda_caching.h"
+
+static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags);
+
+/* ---- the sorted free lists ------------------------------------------- */
+
+static int key_cmp(const struct cc_block *b, uintptr_t stream, size_t size,
+		   uintptr_t ptr)
+{
+	uintptr_t bs = (uintptr_t)b->seg->stream;
+
+	if (bs != stream)
+		return bs < stream ? -1 : 1;
+	if (b->size != size)
+		return b->size < size ? -1 : 1;
+	if (b->ptr != ptr)
+		return b->ptr < ptr ? -1 : 1;
+	return 0;
+}
+
+static size_t lower_bound(const struct cc_pool *p, uintptr_t stream,
+			  size_t size, uintptr_t ptr)
+{
+	size_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(p->v[mid], stream, size, ptr) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Make room for one more entry, so later inserts cannot fail. */
+static int pool_reserve(struct cc_pool *p)
+{
+	size_t cap;
+	struct cc_block **v;
+
+	if (p->n + 1 <= p->cap)
+		return 0;
+	cap = p->cap ? p->cap * 2 : 64;
+	v = realloc(p->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->v = v;
+	p->cap = cap;
+	return 0;
+}
+
+static void pool_insert(struct cc_pool *p, struct cc_block *b)
+{
+	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
+
+	memmove(&p->v[i + 1], &p->v[i], (p->n - i) * sizeof(*p->v));
+	p->v[i] = b;
+	p->n++;
+}
+
+static void pool_remove_at(struct cc_pool *p, size_t i)
+{
+	memmove(&p->v[i], &p->v[i + 1], (p->n - i - 1) * sizeof(*p->v));
+	p->n--;
+}
+
+static void pool_remove(struct cc_pool *p, struct cc_block *b)
+{
+	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
+
+	/* Internal invariant: a free block is in its pool. */
+	assert(i < p->n && p->v[i] == b);
+	pool_remove_at(p, i);
+}
+
+/* ---- block and event records ----------------------------------------- */
+
+static struct cc_block *get_block(struct cc *cc)
+{
+	struct cc_block *b = cc->spare_blocks;
+
+	if (b) {
+		cc->spare_blocks = b->next;
+		memset(b, 0, sizeof(*b));
+		return b;
+	}
+	return calloc(1, sizeof(*b));
+}
+
+static void put_block(struct cc *cc, struct cc_block *b)
+{
+	free(b->uses);
+	b->uses = NULL;
+	b->next = cc->spare_blocks;
+	cc->spare_blocks = b;
+}
+
+static int add_use(struct cc_block *b, void *stream)
+{
+	for (int i = 0; i < b->nuses; i++)
+		if (b->uses[i] == stream)
+			return 0;
+	if (b->nuses == b->cap_uses) {
+		int cap = b->cap_uses ? 2 * b->cap_uses : 4;
+		void **u = realloc(b->uses, (size_t)cap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		b->uses = u;
+		b->cap_uses = cap;
+	}
+	b->uses[b->nuses++] = stream;
+	return 0;
+}
+
+static int get_event(struct cc *cc, int device, void **ev)
+{
+	if (cc->nspare) {
+		*ev = cc->spare_events[--cc->nspare];
+		return 0;
+	}
+	return cc->src.ops->event_create(cc->src.ctx, device, ev);
+}
+
+static void put_event(struct cc *cc, void *ev)
+{
+	if (cc->nspare == cc->cap_spare) {
+		size_t cap = cc->cap_spare ? 2 * cc->cap_spare : 16;
+		void **v = realloc(cc->spare_events, cap * sizeof(*v));
+
+		if (!v) {
+			cc->src.ops->event_destroy(cc->src.ctx, ev);
+			return;
+		}
+		cc->spare_events = v;
+		cc->cap_spare = cap;
+	}
+	cc->spare_events[cc->nspare++] = ev;
+}
+
+/* ---- sizes ------------------------------------------------------------ */
+
+static size_t round_size(const struct cc *cc, size_t size)
+{
+	size_t r;
+
+	if (size < CC_MIN_BLOCK)
+		return CC_MIN_BLOCK;
+	/*
+	 * Power-of-two divisions: split [2^k, 2^(k+1)) into `divisions`
+	 * equal steps and round up to a step, so that varying sizes (e.g.
+	 * sequence lengths) land on few distinct block sizes.
+	 */
+	if (cc->divisions > 1 && size > CC_MIN_BLOCK) {
+		size_t floor2 = (size_t)1 << (63 - __builtin_clzll(size));
+		size_t step = floor2 / cc->divisions;
+
+		if (step > CC_MIN_BLOCK && floor2 != size) {
+			r = (size + step - 1) / step * step;
+			return r;
+		}
+	}
+	r = (size + CC_MIN_BLOCK - 1) / CC_MIN_BLOCK * CC_MIN_BLOCK;
+	return r;
+}
+
+static size_t segment_size(size_t size)
+{
+	if (size <= CC_SMALL_SIZE)
+		return CC_SMALL_BUFFER;
+	if (size < CC_MIN_LARGE_ALLOC)
+		return CC_LARGE_BUFFER;
+	return (size + CC_ROUND_LARGE - 1) / CC_ROUND_LARGE * CC_ROUND_LARGE;
+}
+
+static bool should_split(const struct cc *cc, const struct cc_block *b,
+			 size_t size)
+{
+	size_t rest = b->size - size;
+
+	if (b->seg->pool == CC_SMALL)
+		return rest >= CC_MIN_BLOCK;
+	return size < cc->max_split_size && rest > CC_SMALL_SIZE;
+}
+
+static const char *fmt_bytes(char *buf, size_t len, size_t n)
+{
+	if (n >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", (double)n / (1ull << 30));
+	else if (n >= (1u << 20))
+		snprintf(buf, len, "%.2f MiB", (double)n / (1u << 20));
+	else if (n >= 1024)
+		snprintf(buf, len, "%.2f KiB", (double)n / 1024);
+	else
+		snprintf(buf, len, "%zu bytes", n);
+	return buf;
+}
+
+/* ---- devices ---------------------------------------------------------- */
+
+static size_t fraction_limit(const struct cc *cc, size_t total)
+{
+	return cc->fraction >= 1.0 ? SIZE_MAX : (size_t)(cc->fraction * (double)total);
+}
+
+static struct cc_device *device_get(struct cc *cc, int device)
+{
+	struct cc_device *d;
+	size_t fr, total;
+	int rc;
+
+	if (unlikely(device < 0 || device >= CC_MAX_DEVICES)) {
+		alloy__error(-ENODEV, cc->name, "device %d out of range 0..%d",
+			     device, CC_MAX_DEVICES - 1);
+		return NULL;
+	}
+	d = &cc->dev[device];
+	if (likely(d->ready))
+		return d;
+	if (!cc->ndevices) {
+		rc = cc->src.ops->device_count(cc->src.ctx, &cc->ndevices);
+		if (rc)
+			return NULL;
+	}
+	if (device >= cc->ndevices) {
+		alloy__error(-ENODEV, cc->name, "device %d does not exist (%d devices)",
+			     device, cc->ndevices);
+		return NULL;
+	}
+	if (cc->src.ops->mem_info(cc->src.ctx, device, &fr, &total))
+		return NULL;
+	d->total = total;
+	d->limit = fraction_limit(cc, total);
+	d->st.max_split_size = cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
+	d->ready = true;
+	return d;
+}
+
+/* ---- segments ----------------------------------------------------------- */
+
+static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
+				      int device, int pool, void *stream,
+				      size_t size, int *rc)
+{
+	int64_t reserved = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
+	struct cc_segment *seg;
+	struct cc_block *b;
+	void *p;
+	int sp = cc_stat_pool(pool);
+
+	if ((size_t)reserved + size > d->limit) {
+		char a[32], l[32];
+
+		*rc = alloy__error(-ENOMEM, cc->name,
+				   "a %s segment would pass the memory_fraction limit of %s",
+				   fmt_bytes(a, sizeof(a), size),
+				   fmt_bytes(l, sizeof(l), d->limit));
+		return NULL;
+	}
+	seg = calloc(1, sizeof(*seg));
+	b = get_block(cc);
+	if (!seg || !b) {
+		free(seg);
+		if (b)
+			put_block(cc, b);
+		*rc = alloy__error(-ENOMEM, cc->name, "no host memory for a segment record");
+		return NULL;
+	}
+	*rc = cc->src.ops->dev_malloc(cc->src.ctx, device, size, &p);
+	if (*rc) {
+		free(seg);
+		put_block(cc, b);
+		return NULL;
+	}
+	d->st.num_device_alloc++;
+	seg->ptr = (uintptr_t)p;
+	seg->size = size;
+	seg->stream = stream;
+	seg->pool = pool;
+	seg->device = device;
+	seg->head = b;
+	seg->next = d->segments;
+	d->segments = seg;
+	b->seg = seg;
+	b->ptr = seg->ptr;
+	b->size = size;
+	b->state = CC_FREE;
+	alloy__cc_stat_add(d->st.segment, sp, 1);
+	alloy__cc_stat_add(d->st.reserved_bytes, sp, (int64_t)size);
+	if (size >= cc->max_split_size)
+		alloy__cc_stat_add1(&d->st.oversize_segments, 1);
+	return b;
+}
+
+/* Give a wholly free segment back to the device. */
+static size_t release_segment(struct cc *cc, struct cc_device *d,
+			      struct cc_segment *seg)
+{
+	struct cc_block *b = seg->head;
+	size_t size = seg->size;
+	int sp = cc_stat_pool(seg->pool);
+
+	pool_remove(&d->pools[seg->pool], b);
+	cc->src.ops->dev_free(cc->src.ctx, seg->device, (void *)seg->ptr);
+	d->st.num_device_free++;
+	alloy__cc_stat_add(d->st.segment, sp, -1);
+	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)size);
+	if (size >= cc->max_split_size)
+		alloy__cc_stat_add1(&d->st.oversize_segments, -1);
+	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
+		if (*pp == seg) {
+			*pp = seg->next;
+			break;
+		}
+	}
+	free(seg);
+	put_block(cc, b);
+	return size;
+}
+
+static bool segment_unused(const struct cc_segment *seg)
+{
+	return seg->head->state == CC_FREE && !seg->head->next;
+}
+
+/* Release every cached segment nothing uses; the bytes released. */
+static size_t release_cached(struct cc *cc, struct cc_device *d)
+{
+	struct cc_segment *seg = d->segments, *next;
+	size_t freed = 0;
+
+	for (; seg; seg = next) {
+		next = seg->next;
+		if (segment_unused(seg))
+			freed += release_segment(cc, d, seg);
+	}
+	return freed;
+}
+
+/* ---- freeing into the pools -------------------------------------------- */
+
+/* Absorb the free neighbour nb into b (nb leaves its pool). */
+static void merge(struct cc *cc, struct cc_device *d, struct cc_block *b,
+		  struct cc_block *nb)
+{
+	pool_remove(&d->pools[b->seg->pool], nb);
+	if (nb == b->prev) {
+		b->ptr = nb->ptr;
+		b->prev = nb->prev;
+		if (b->prev)
+			b->prev->next = b;
+		else
+			b->seg->head = b;
+	} else {
+		b->next = nb->next;
+		if (b->next)
+			b->next->prev = b;
+	}
+	b->size += nb->size;
+	put_block(cc, nb);
+}
+
+/*
+ * b (allocated or pending) becomes free: merge it with free neighbours and
+ * cache it.  The caller has reserved room in the pool.
+ */
+static void free_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
+{
+	int sp = cc_stat_pool(b->seg->pool);
+	int64_t dn = 0, dbytes = 0;
+	struct cc_block *nbs[2] = { b->prev, b->next };
+
+	alloy__cc_stat_add(d->st.active, sp, -1);
+	alloy__cc_stat_add(d->st.active_bytes, sp, -(int64_t)b->size);
+	b->state = CC_FREE;
+	b->freed_tick = ++cc->tick;
+	for (int i = 0; i < 2; i++) {
+		struct cc_block *nb = nbs[i];
+
+		if (!nb || nb->state != CC_FREE)
+			continue;
+		dn--;
+		dbytes -= (int64_t)nb->size;
+		merge(cc, d, b, nb);
+	}
+	if (cc_inactive_split(b)) {
+		dn++;
+		dbytes += (int64_t)b->size;
+	}
+	pool_insert(&d->pools[b->seg->pool], b);
+	alloy__cc_stat_add(d->st.inactive_split, sp, dn);
+	alloy__cc_stat_add(d->st.inactive_split_bytes, sp, dbytes);
+}
+
+/* Free the blocks whose events have all completed. */
+static void process_events(struct cc *cc)
+{
+	struct cc_event **pp = &cc->events, *e;
+
+	cc->events_tail = NULL;
+	while ((e = *pp)) {
+		struct cc_block *b = e->block;
+
+		if (cc->src.ops->event_query(cc->src.ctx, e->ev) != 1) {
+			cc->events_tail = e;
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		put_event(cc, e->ev);
+		free(e);
+		if (--b->event_count == 0) {
+			struct cc_device *d = &cc->dev[b->seg->device];
+
+			/* Room for it: pools only shrink while events drain. */
+			if (pool_reserve(&d->pools[b->seg->pool]) == 0)
+				free_block(cc, d, b);
+			else
+				b->event_count = 1; /* retry next time */
+		}
+	}
+}
+
+/* Wait for every outstanding event, then free what they held. */
+static void synchronize_events(struct cc *cc)
+{
+	for (struct cc_event *e = cc->events; e; e = e->next)
+		cc->src.ops->event_synchronize(cc->src.ctx, e->ev);
+	process_events(cc);
+}
+
+/*
+ * Record an event on each stream b was used on; b is freed when all have
+ * completed.  0, or < 0 when an event could not be recorded (then the
+ * device has been synchronised, so whatever was recorded is done).
+ */
+static int insert_events(struct cc *cc, struct cc_block *b)
+{
+	int device = b->seg->device;
+
+	for (int i = 0; i < b->nuses; i++) {
+		struct cc_event *e = malloc(sizeof(*e));
+		void *ev = NULL;
+
+		if (!e || get_event(cc, device, &ev) ||
+		    cc->src.ops->event_record(cc->src.ctx, ev, b->uses[i])) {
+			free(e);
+			if (ev)
+				put_event(cc, ev);
+			b->nuses = 0;
+			cc->src.ops->device_synchronize(cc->src.ctx, device);
+			return -EIO;
+		}
+		e->ev = ev;
+		e->block = b;
+		e->next = NULL;
+		if (cc->events_tail)
+			cc->events_tail->next = e;
+		else
+			cc->events = e;
+		cc->events_tail = e;
+		b->event_count++;
+	}
+	b->nuses = 0;
+	return 0;
+}
+
+/* ---- garbage collection and out-of-memory ------------------------------- */
+
+static int by_age(const void *x, const void *y)
+{
+	const struct cc_segment *a = *(struct cc_segment *const *)x;
+	const struct cc_segment *b = *(struct cc_segment *const *)y;
+
+	return (a->head->freed_tick > b->head->freed_tick) -
+	       (a->head->freed_tick < b->head->freed_tick);
+}
+
+/*
+ * Above garbage_collection_threshold of the limit, release unused
+ * segments, least recently freed first, until under it again: memory
+ * goes back before an allocation has to fail, not after.
+ */
+static void garbage_collect(struct cc *cc, struct cc_device *d)
+{
+	size_t cap = d->limit == SIZE_MAX ? d->total : d->limit;
+	double target = cc->gc_threshold * (double)cap;
+	struct cc_segment **v;
+	size_t n = 0;
+
+	if ((double)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current <= target)
+		return;
+	for (struct cc_segment *s = d->segments; s; s = s->next)
+		n += segment_unused(s);
+	v = n ? malloc(n * sizeof(*v)) : NULL;
+	if (!v)
+		return;
+	n = 0;
+	for (struct cc_segment *s = d->segments; s; s = s->next)
+		if (segment_unused(s))
+			v[n++] = s;
+	qsort(v, n, sizeof(*v), by_age);
+	for (size_t i = 0; i < n; i++) {
+		if ((double)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current <= target)
+			break;
+		release_segment(cc, d, v[i]);
+	}
+	free(v);
+}
+
+static size_t largest_free(const struct cc_device *d)
+{
+	size_t m = 0;
+
+	for (int p = 0; p < 2; p++)
+		for (size_t i = 0; i < d->pools[p].n; i++)
+			if (d->pools[p].v[i]->size > m)
+				m = d->pools[p].v[i]->size;
+	return m;
+}
+
+static void oom_message(struct cc *cc, struct cc_device *d, int device,
+			size_t req, size_t seg_size)
+{
+	char b[7][32];
+	size_t fr = 0, total = 0;
+	int64_t alloc = d->st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current;
+	int64_t resv = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
+
+	cc->src.ops->mem_info(cc->src.ctx, device, &fr, &total);
+	alloy__error(-ENOMEM, cc->name,
+		     "out of memory: tried to allocate %s (segment %s) on device %d; "
+		     "device total %s, free %s; allocated %s, reserved but unallocated %s; "
+		     "largest free block %s%s",
+		     fmt_bytes(b[0], sizeof(b[0]), req),
+		     fmt_bytes(b[1], sizeof(b[1]), seg_size), device,
+		     fmt_bytes(b[2], sizeof(b[2]), total),
+		     fmt_bytes(b[3], sizeof(b[3]), fr),
+		     fmt_bytes(b[4], sizeof(b[4]), (size_t)alloc),
+		     fmt_bytes(b[5], sizeof(b[5]), (size_t)(resv - alloc)),
+		     fmt_bytes(b[6], sizeof(b[6]), largest_free(d)),
+		     resv > alloc ? " (if reserved but unallocated is large, "
+				    "set cuda_caching.max_split_size to limit fragmentation)" :
+				    "");
+}
+
+/* A new segment for size bytes, trying harder each time the device says no. */
+static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
+			     int pool, void *stream, size_t size, size_t req)
+{
+	size_t seg_size = segment_size(size);
+	struct cc_block *b;
+	int rc;
+
+	if (cc->gc_threshold > 0)
+		garbage_collect(cc, d);
+	b = alloc_segment(cc, d, device, pool, stream, seg_size, &rc);
+	if (b || rc != -ENOMEM)
+		return b;
+	/* Cached segments first: cheap, no waiting. */
+	d->st.num_alloc_retries++;
+	if (release_cached(cc, d))
+		b = alloc_segment(cc, d, device, pool, stream, seg_size, &rc);
+	if (b || rc != -ENOMEM)
+		return b;
+	/* Then wait for blocks held by other streams' work, and again. */
+	d->st.num_sync_all_streams++;
+	synchronize_events(cc);
+	if (release_cached(cc, d))
+		b = alloc_segment(cc, d, device, pool, stream, seg_size, &rc);
+	if (b || rc != -ENOMEM)
+		return b;
+	d->st.num_ooms++;
+	oom_message(cc, d, device, req, seg_size);
+	return NULL;
+}
+
+/* ---- the allocator ops ------------------------------------------------- */
+
+static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
+				  void *stream, size_t size)
+{
+	struct cc_pool *p = &d->pools[pool];
+	size_t i = lower_bound(p, (uintptr_t)stream, size, 0);
+	struct cc_block *b;
+
+	if (i == p->n)
+		return NULL;
+	b = p->v[i];
+	if (b->seg->stream != stream)
+		return NULL;
+	/* Oversize blocks serve only requests of about their own size. */
+	if (size < cc->max_split_size && b->size >= cc->max_split_size)
+		return NULL;
+	if (size >= cc->max_split_size && b->size >= size + CC_LARGE_BUFFER)
+		return NULL;
+	pool_remove_at(p, i);
+	return b;
+}
+
+/* Hand out b (out of its pool) for size bytes; split off the rest. */
+static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
+		      size_t size, size_t req)
+{
+	int sp = cc_stat_pool(b->seg->pool);
+
+	if (cc_inactive_split(b)) {
+		alloy__cc_stat_add(d->st.inactive_split, sp, -1);
+		alloy__cc_stat_add(d->st.inactive_split_bytes, sp, -(int64_t)b->size);
+	}
+	if (should_split(cc, b, size)) {
+		struct cc_block *rest = get_block(cc);
+
+		/* Without a record, hand out the whole block: still correct. */
+		if (rest) {
+			rest->seg = b->seg;
+			rest->ptr = b->ptr + size;
+			rest->size = b->size - size;
+			rest->state = CC_FREE;
+			rest->freed_tick = b->freed_tick;
+			rest->prev = b;
+			rest->next = b->next;
+			if (b->next)
+				b->next->prev = rest;
+			b->next = rest;
+			b->size = size;
+			pool_insert(&d->pools[b->seg->pool], rest);
+			alloy__cc_stat_add(d->st.inactive_split, sp, 1);
+			alloy__cc_stat_add(d->st.inactive_split_bytes, sp,
+					   (int64_t)rest->size);
+		}
+	}
+	b->state = CC_ALLOCATED;
+	b->requested = req;
+	alloy__cc_stat_add(d->st.allocation, sp, 1);
+	alloy__cc_stat_add(d->st.allocated_bytes, sp, (int64_t)b->size);
+	alloy__cc_stat_add(d->st.active, sp, 1);
+	alloy__cc_stat_add(d->st.active_bytes, sp, (int64_t)b->size);
+	alloy__cc_stat_add(d->st.requested_bytes, sp, (int64_t)req);
+	if (b->size >= cc->max_split_size)
+		alloy__cc_stat_add1(&d->st.oversize_allocations, 1);
+}
+
+/* Undo use_block's accounting for a block being returned by the user. */
+static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
+{
+	int sp = cc_stat_pool(b->seg->pool);
+
+	alloy__cc_stat_add(d->st.allocation, sp, -1);
+	alloy__cc_stat_add(d->st.allocated_bytes, sp, -(int64_t)b->size);
+	alloy__cc_stat_add(d->st.requested_bytes, sp, -(int64_t)b->requested);
+	if (b->size >= cc->max_split_size)
+		alloy__cc_stat_add1(&d->st.oversize_allocations, -1);
+	b->requested = 0;
+}
+
+static void *cc_alloc_async(void *ctx, size_t req, size_t align,
+			    unsigned flags, void *stream)
+{
+	struct cc *cc = ctx;
+	int device = alloy_cuda_current_device();
+	struct cc_device *d;
+	struct cc_block *b = NULL;
+	size_t size;
+	int pool;
+
+	if (unlikely(align > CC_MIN_BLOCK)) {
+		alloy__error(-EINVAL, cc->name,
+			     "alignment %zu is above the %u bytes every block has",
+			     align, CC_MIN_BLOCK);
+		return NULL;
+	}
+	if (unlikely(req > SIZE_MAX / 2)) {
+		alloy__error(-EOVERFLOW, cc->name, "size %zu is too large", req);
+		return NULL;
+	}
+	pthread_mutex_lock(&cc->lock);
+	d = device_get(cc, device);
+	if (unlikely(!d))
+		goto out_unlock;
+	if (cc->events)
+		process_events(cc);
+	size = round_size(cc, req);
+	pool = size <= CC_SMALL_SIZE ? CC_SMALL : CC_LARGE;
+	if (unlikely(pool_reserve(&d->pools[pool]))) {
+		alloy__error(-ENOMEM, cc->name, "no host memory for the free list");
+		goto out_unlock;
+	}
+	b = find_free(cc, d, pool, stream, size);
+	if (!b)
+		b = grow(cc, d, device, pool, stream, size, req);
+	if (unlikely(!b))
+		goto out_unlock;
+	use_block(cc, d, b, size, req);
+	if (unlikely(alloy__ptrmap_put(&cc->live, (void *)b->ptr, b))) {
+		unuse_block(cc, d, b);
+		free_block(cc, d, b);
+		alloy__error(-ENOMEM, cc->name, "no host memory for the block map");
+		b = NULL;
+	}
+out_unlock:
+	pthread_mutex_unlock(&cc->lock);
+	if (!b)
+		return NULL;
+	if (flags & ALLOY_ALLOC_ZERO)
+		cc->src.ops->dev_memset(cc->src.ctx, device, (void *)b->ptr, 0, req,
+					stream);
+	return (void *)b->ptr;
+}
+
+static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	return cc_alloc_async(ctx, size, align, flags, alloy_cuda_current_stream());
+}
+
+/* Return ptr; used_on is a stream it was used on (has_stream), if any. */
+static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
+{
+	struct cc_device *d;
+	struct cc_block *b;
+
+	pthread_mutex_lock(&cc->lock);
+	b = alloy__ptrmap_take(&cc->live, ptr);
+	if (unlikely(!b)) {
+		pthread_mutex_unlock(&cc->lock);
+		alloy__error(-EINVAL, cc->name, "%p was not allocated here (double free?)",
+			     ptr);
+		return;
+	}
+	d = &cc->dev[b->seg->device];
+	unuse_block(cc, d, b);
+	if (has_stream && used_on != b->seg->stream && add_use(b, used_on))
+		cc->src.ops->stream_synchronize(cc->src.ctx, used_on);
+	if (b->nuses && insert_events(cc, b) == 0 && b->event_count) {
+		b->state = CC_PENDING;
+	} else if (b->event_count) {
+		/* Synchronised after a failed record: what was recorded is done. */
+		b->state = CC_PENDING;
+		process_events(cc);
+	} else if (likely(pool_reserve(&d->pools[b->seg->pool]) == 0)) {
+		free_block(cc, d, b);
+	} else {
+		/*
+		 * The host is out of memory: the block stays out of the
+		 * cache (reserved, never reused) rather than corrupt it.
+		 */
+		b->state = CC_PENDING;
+		alloy__error(-ENOMEM, cc->name, "no host memory to cache %p", ptr);
+	}
+	pthread_mutex_unlock(&cc->lock);
+}
+
+static void cc_free_async(void *ctx, void *ptr, size_t size, size_t align,
+			  void *stream)
+{
+	free_ptr(ctx, ptr, true, stream);
+}
+
+static void cc_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	free_ptr(ctx, ptr, false, NULL);
+}
+
+static int cc_record_stream(void *ctx, void *ptr, void *stream)
+{
+	struct cc *cc = ctx;
+	struct cc_block *b;
+	int rc = 0;
+
+	pthread_mutex_lock(&cc->lock);
+	b = alloy__ptrmap_get(&cc->live, ptr);
+	if (!b)
+		rc = alloy__error(-EINVAL, cc->name,
+				  "record_stream: %p is not a live block of this allocator",
+				  ptr);
+	else if (stream != b->seg->stream && add_use(b, stream))
+		rc = alloy__error(-ENOMEM, cc->name, "record_stream: no host memory");
+	pthread_mutex_unlock(&cc->lock);
+	return rc;
+}
+
+static size_t cc_usable_size(void *ctx, const void *ptr, size_t size)
+{
+	struct cc *cc = ctx;
+	struct cc_block *b;
+
+	pthread_mutex_lock(&cc->lock);
+	b = alloy__ptrmap_get(&cc->live, ptr);
+	if (b)
+		size = b->size;
+	pthread_mutex_unlock(&cc->lock);
+	return size;
+}
+
+static long long cc_trim(void *ctx)
+{
+	struct cc *cc = ctx;
+	long long freed = 0;
+
+	pthread_mutex_lock(&cc->lock);
+	if (cc->events) {
+		for (int i = 0; i < CC_MAX_DEVICES; i++)
+			if (cc->dev[i].ready)
+				cc->dev[i].st.num_sync_all_streams++;
+		synchronize_events(cc);
+	}
+	for (int i = 0; i < CC_MAX_DEVICES; i++)
+		if (cc->dev[i].ready)
+			freed += (long long)release_cached(cc, &cc->dev[i]);
+	pthread_mutex_unlock(&cc->lock);
+	return freed;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static int parse_fraction(const char *name, const char *key, const char *value,
+			  bool one_ok, double *out)
+{
+	char *end;
+	double v = strtod(value, &end);
+
+	if (end == value || *end || !(v > 0) || v > 1 || (!one_ok && v >= 1))
+		return alloy__error(-ERANGE, name,
+				    "%s \"%s\" must be a number in (0, 1%c", key,
+				    value, one_ok ? ']' : ')');
+	*out = v;
+	return 0;
+}
+
+static int cc_set_option(void *ctx, const char *key, const char *value)
+{
+	struct cc *cc = ctx;
+	uint64_t n;
+	int rc = 0;
+
+	pthread_mutex_lock(&cc->lock);
+	if (!strcmp(key, "max_split_size")) {
+		rc = alloy_parse_size(value, &n);
+		if (rc || n <= CC_LARGE_BUFFER)
+			rc = alloy__error(-ERANGE, cc->name,
+					  "max_split_size \"%s\" must be a size above 20M (or \"unlimited\")",
+					  value);
+		else
+			cc->max_split_size = n >= SIZE_MAX ? SIZE_MAX : (size_t)n;
+	} else if (!strcmp(key, "roundup_power2_divisions")) {
+		rc = alloy_parse_size(value, &n);
+		if (rc || n > 1024 || (n & (n - 1)))
+			rc = alloy__error(-ERANGE, cc->name,
+					  "roundup_power2_divisions \"%s\" must be 0 or a power of two up to 1024",
+					  value);
+		else
+			cc->divisions = (unsigned)n;
+	} else if (!strcmp(key, "garbage_collection_threshold")) {
+		rc = parse_fraction(cc->name, key, value, false, &cc->gc_threshold);
+	} else if (!strcmp(key, "memory_fraction")) {
+		rc = parse_fraction(cc->name, key, value, true, &cc->fraction);
+	} else if (!strcmp(key, "capacity") && cc->sim) {
+		rc = alloy_parse_size(value, &n);
+		if (rc || n >= SIZE_MAX)
+			rc = alloy__error(-ERANGE, cc->name,
+					  "capacity \"%s\" must be a size", value);
+		else
+			alloy_cuda_sim_set_capacity(cc->sim, (size_t)n);
+	} else {
+		rc = alloy__error(-EINVAL, cc->name,
+				  "unknown option \"%s\" (max_split_size, roundup_power2_divisions, "
+				  "garbage_collection_threshold, memory_fraction%s)",
+				  key, cc->sim ? ", capacity" : "");
+	}
+	/* Devices already in use follow the new limits. */
+	for (int i = 0; !rc && i < CC_MAX_DEVICES; i++) {
+		struct cc_device *d = &cc->dev[i];
+
+		if (!d->ready)
+			continue;
+		if (cc->sim) {
+			size_t fr;
+
+			cc->src.ops->mem_info(cc->src.ctx, i, &fr, &d->total);
+		}
+		d->limit = fraction_limit(cc, d->total);
+		d->st.max_split_size = cc->max_split_size == SIZE_MAX ? 0 :
+								       cc->max_split_size;
+	}
+	pthread_mutex_unlock(&cc->lock);
+	return rc;
+}
+
+static const struct alloy_allocator_ops cc_template = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.device_type = ALLOY_DEVICE_CUDA,
+	.alloc = cc_alloc,
+	.free = cc_free,
+	.usable_size = cc_usable_size,
+	.trim = cc_trim,
+	.stats = alloy__cc_stats_op,
+	.set_option = cc_set_option,
+	.alloc_async = cc_alloc_async,
+	.free_async = cc_free_async,
+	.record_stream = cc_record_stream,
+	.snapshot_json = alloy__cc_snapshot_op,
+};
+
+struct cc *alloy__cc_of(struct alloy_allocator *a)
+{
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+
+	if (!ops || ops->alloc != cc_alloc) {
+		alloy__error(-EINVAL, "alloy_cuda_caching",
+			     "allocator \"%s\" is not a CUDA caching allocator",
+			     alloy_allocator_name(a));
+		return NULL;
+	}
+	return alloy_allocator_ctx(a);
+}
+
+int alloy__cuda_caching_new(const struct alloy__devsrc *src, const char *name,
+			    const struct alloy_allocator_ops **ops, void **ctx)
+{
+	struct cc *cc;
+
+	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
+	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
+		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
+	cc = calloc(1, sizeof(*cc));
+	ALLOY_ENFORCE(cc, -ENOMEM, "no memory for allocator \"%s\"", name);
+	pthread_mutex_init(&cc->lock, NULL);
+	cc->src = *src;
+	snprintf(cc->name, sizeof(cc->name), "%s", name);
+	cc->ops = cc_template;
+	cc->ops.name = cc->name;
+	cc->max_split_size = SIZE_MAX;
+	cc->fraction = 1.0;
+	*ops = &cc->ops;
+	*ctx = cc;
+	return 0;
+}
+
+long long alloy_cuda_caching_empty_cache(struct alloy_allocator *a)
+{
+	struct cc *cc = alloy__cc_of(a);
+
+	return cc ? cc_trim(cc) : -EINVAL;
+}

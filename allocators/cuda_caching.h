@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * allocators/cuda_caching.h - the caching allocator's state, shared by its
+ * policy (cuda_caching.c) and its statistics and snapshot
+ * (cuda_caching_stats.c).  Not installed.
+ */
+#ifndef ALLOY_ALLOCATORS_CUDA_CACHING_H
+#define ALLOY_ALLOCATORS_CUDA_CACHING_H
+
+#include <pthread.h>
+#include <alloy/cuda.h>
+
+#include "core/internal.h"
+#include "allocators/devsrc.h"
+#include "allocators/ptrmap.h"
+
+#define CC_MAX_DEVICES 16
+#define CC_MIN_BLOCK 512u                /* every size rounds to this */
+#define CC_SMALL_SIZE (1u << 20)         /* largest small-pool block */
+#define CC_SMALL_BUFFER (2u << 20)       /* small-pool segment */
+#define CC_LARGE_BUFFER (20u << 20)      /* large-pool segment below ... */
+#define CC_MIN_LARGE_ALLOC (10u << 20)   /* ... requests of this size */
+#define CC_ROUND_LARGE (2u << 20)        /* larger segments round to this */
+
+enum cc_state { CC_FREE = 0, CC_ALLOCATED, CC_PENDING };
+enum cc_pool_id { CC_SMALL = 0, CC_LARGE = 1 };
+
+struct cc_segment;
+
+struct cc_block {
+	struct cc_segment *seg;
+	struct cc_block *prev, *next; /* neighbours in the segment */
+	uintptr_t ptr;
+	size_t size;      /* bytes it occupies (rounded) */
+	size_t requested; /* bytes the user asked for (while allocated) */
+	int state;        /* enum cc_state */
+	int event_count;  /* outstanding events before it may be reused */
+	void **uses;      /* other streams it was used on (record_stream) */
+	int nuses, cap_uses;
+	uint64_t freed_tick; /* when it became free: the GC's age */
+};
+
+struct cc_segment {
+	uintptr_t ptr;
+	size_t size;
+	void *stream;
+	int pool;
+	int device;
+	struct cc_block *head;
+	struct cc_segment *next;
+};
+
+/* Free blocks of one pool, sorted by (stream, size, address). */
+struct cc_pool {
+	struct cc_block **v;
+	size_t n, cap;
+};
+
+struct cc_device {
+	bool ready;
+	size_t total;  /* device memory, from the source */
+	size_t limit;  /* most bytes reserved (memory_fraction) */
+	struct cc_pool pools[2];
+	struct cc_segment *segments;
+	struct alloy_cuda_stats st;
+};
+
+/* An event recorded for a freed block used on another stream. */
+struct cc_event {
+	void *ev;
+	struct cc_block *block;
+	struct cc_event *next;
+};
+
+struct cc {
+	pthread_mutex_t lock;
+	struct alloy__devsrc src;
+	struct alloy_allocator_ops ops;
+	char name[ALLOY_NAME_MAX + 1];
+	struct alloy_cuda_sim *sim; /* when src is simulated */
+	int ndevices;
+
+	/* options */
+	size_t max_split_size; /* SIZE_MAX: unlimited */
+	unsigned divisions;    /* roundup_power2_divisions; 0/1 = off */
+	double gc_threshold;   /* 0 = off */
+	double fraction;       /* memory_fraction; 1 = all */
+
+	struct cc_device dev[CC_MAX_DEVICES];
+	struct alloy__ptrmap live; /* allocated blocks by address */
+	struct cc_event *events, *events_tail; /* oldest first */
+	void **spare_events;   /* recorded-and-done events, for reuse */
+	size_t nspare, cap_spare;
+	struct cc_block *spare_blocks; /* block records to reuse, via next */
+	uint64_t tick;
+};
+
+/* Is ops->alloc that of a caching allocator?  Its state, or NULL. */
+ALLOY_HIDDEN struct cc *alloy__cc_of(struct alloy_allocator *a);
+
+/* Statistics helpers (cuda_caching_stats.c); the lock is held. */
+ALLOY_HIDDEN void alloy__cc_stat_add(struct alloy_cuda_stat *s, int pool,
+				     int64_t delta);
+ALLOY_HIDDEN void alloy__cc_stat_add1(struct alloy_cuda_stat *s, int64_t delta);
+ALLOY_HIDDEN int alloy__cc_stats_op(void *ctx, struct alloy_allocator_stats *st);
+ALLOY_HIDDEN int alloy__cc_snapshot_op(void *ctx,
+				       void (*write)(void *arg, const char *s),
+				       void *arg);
+
+/* Whether b counts as an inactive split block (free, in a split segment). */
+static inline bool cc_inactive_split(const struct cc_block *b)
+{
+	return b->state == CC_FREE && (b->prev || b->next);
+}
+
+/* Map enum cc_pool_id onto the stats' pool index. */
+static inline int cc_stat_pool(int pool)
+{
+	return pool == CC_SMALL ? ALLOY_CUDA_POOL_SMALL : ALLOY_CUDA_POOL_LARGE;
+}
+
+#endif /* ALLOY_ALLOCATORS_CUDA_CACHING_H */

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/cuda_common.c - what every CUDA allocator shares: the calling
+ * thread's device and stream, record_stream on a DataPtr, and the
+ * simulated allocators built into liballoy (cuda_caching_sim,
+ * cuda_host_sim) with the table that maps them to their simulator.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "core/internal.h"
+#include "allocators/builtin.h"
+#include "allocators/devsrc.h"
+
+/* The built-in simulator: 16 GiB, never touched until used (MAP_NORESERVE). */
+#define SIM_BUILTIN_CAPACITY ((size_t)16 << 30)
+#define CUDA_MAX_DEVICES 16
+
+static __thread int cur_device;
+static __thread void *cur_stream;
+
+int alloy_cuda_set_device(int device)
+{
+	ALLOY_ENFORCE(device >= 0 && device < CUDA_MAX_DEVICES, -ENODEV,
+		      "device %d out of range 0..%d", device, CUDA_MAX_DEVICES - 1);
+	cur_device = device;
+	return 0;
+}
+
+int alloy_cuda_current_device(void)
+{
+	return cur_device;
+}
+
+void alloy_cuda_set_stream(void *stream)
+{
+	cur_stream = stream;
+}
+
+void *alloy_cuda_current_stream(void)
+{
+	return cur_stream;
+}
+
+int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream)
+{
+	struct alloy_allocator *a;
+	const struct alloy_allocator_ops *ops;
+
+	ALLOY_ENFORCE(dp, -EINVAL, "dp is NULL");
+	if (!dp->ptr)
+		return 0;
+	a = alloy_data_ptr_allocator(dp);
+	ALLOY_ENFORCE(a, -EINVAL, "block %p was not made by an alloy allocator",
+		      dp->ptr);
+	ops = alloy_allocator_ops(a);
+	ALLOY_ENFORCE(ops->record_stream, -ENOTSUP,
+		      "allocator \"%s\" has no record_stream", alloy_allocator_name(a));
+	return ops->record_stream(alloy_allocator_ctx(a), dp->ptr, stream);
+}
+
+/* ---- allocators on simulators --------------------------------------------- */
+
+static pthread_mutex_t sims_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct alloy_allocator *a;
+	struct alloy_cuda_sim *sim;
+} sims[ALLOY_MAX_ALLOCATORS];
+static struct alloy_cuda_sim *builtin_sim;
+
+static int register_on_sim(struct alloy_cuda_sim *sim, const char *name,
+			   int (*make)(const struct alloy__devsrc *, const char *,
+				       const struct alloy_allocator_ops **, void **),
+			   struct alloy_allocator **out)
+{
+	struct alloy__devsrc src;
+	const struct alloy_allocator_ops *ops;
+	struct alloy_allocator *a;
+	void *ctx;
+	int rc;
+
+	ALLOY_ENFORCE(sim && name, -EINVAL, "sim or name is NULL");
+	src = alloy__cuda_sim_source(sim);
+	rc = make(&src, name, &ops, &ctx);
+	if (rc)
+		return rc;
+	/* On failure ctx stays allocated: it is small and may be referenced. */
+	rc = alloy_register_allocator(ops, ctx, "builtin", &a);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&sims_lock);
+	for (size_t i = 0; i < ARRAY_SIZE(sims); i++) {
+		if (!sims[i].a || sims[i].a == a) {
+			sims[i].a = a;
+			sims[i].sim = sim;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sims_lock);
+	if (out)
+		*out = a;
+	return 0;
+}
+
+int alloy_cuda_caching_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				    struct alloy_allocator **out)
+{
+	return register_on_sim(sim, name, alloy__cuda_caching_new, out);
+}
+
+int alloy_cuda_host_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				 struct alloy_allocator **out)
+{
+	return register_on_sim(sim, name, alloy__cuda_host_new, out);
+}
+
+int alloy_cuda_plain_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				  struct alloy_allocator **out)
+{
+	return register_on_sim(sim, name, alloy__cuda_plain_new, out);
+}
+
+struct alloy_cuda_sim *alloy_cuda_sim_of(struct alloy_allocator *a)
+{
+	struct alloy_cuda_sim *sim = NULL;
+
+	pthread_mutex_lock(&sims_lock);
+	for (size_t i = 0; i < ARRAY_SIZE(sims) && !sim; i++)
+		if (a && sims[i].a == a)
+			sim = sims[i].sim;
+	pthread_mutex_unlock(&sims_lock);
+	return sim;
+}
+
+struct alloy_cuda_sim *alloy_cuda_sim_builtin(void)
+{
+	alloy__ensure_init();
+	return builtin_sim;
+}
+
+int alloy_cuda_sim_register_context(struct alloy_cuda_sim *sim)
+{
+	struct alloy__devsrc src;
+	const struct alloy_context_ops *ops;
+	void *ctx;
+	int rc;
+
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	src = alloy__cuda_sim_source(sim);
+	rc = alloy__cuda_context_new(&src, &ops, &ctx);
+	if (rc)
+		return rc;
+	return alloy_register_context(ops, ctx);
+}
+
+int alloy__register_cuda_sim_allocators(void)
+{
+	int rc;
+
+	if (!builtin_sim) {
+		rc = alloy_cuda_sim_create(SIM_BUILTIN_CAPACITY, &builtin_sim);
+		if (rc)
+			return rc;
+	}
+	rc = alloy_cuda_caching_register_sim(builtin_sim, "cuda_caching_sim", NULL);
+	if (!rc)
+		rc = alloy_cuda_host_register_sim(builtin_sim, "cuda_host_sim", NULL);
+	return rc;
+}

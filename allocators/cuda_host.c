@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/cuda_host.c - the pinned host caching allocator (cuda_host).
+ *
+ * Page-locked memory is slow to get (cudaHostAlloc maps and pins pages)
+ * and is what makes host<->device copies asynchronous, so blocks are
+ * cached: sizes round up to a power of two and each power has a free
+ * list.  A block a copy used is not handed out again until that copy has
+ * finished: whoever queues a copy from or to the block calls record_stream
+ * (the CUDA context does it for its async copies), which records an event
+ * on the copy's stream right away; a freed block with events waits on a
+ * pending list until they have all completed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "allocators/devsrc.h"
+#include "allocators/ptrmap.h"
+
+#define CH_MIN_BLOCK 512u
+#define CH_BINS 64
+
+enum ch_state { CH_FREE = 0, CH_ALLOCATED, CH_PENDING };
+
+struct ch_block {
+	void *ptr;
+	size_t size; /* a power of two */
+	int state;
+	void **events; /* recorded on streams that used it, not yet done */
+	int nevents, cap_events;
+	struct ch_block *next; /* in a free list or the pending list */
+};
+
+struct ch {
+	pthread_mutex_t lock;
+	struct alloy__devsrc src;
+	struct alloy_allocator_ops ops;
+	char name[ALLOY_NAME_MAX + 1];
+	struct alloy__ptrmap blocks; /* every block it holds, by address */
+	struct ch_block *bins[CH_BINS];
+	struct ch_block *pending;
+	void **spare_events;
+	size_t nspare, cap_spare;
+	uint64_t allocated, reserved, peak_allocated, peak_reserved;
+	uint64_t host_allocs, host_frees;
+};
+
+static int bin_of(size_t size)
+{
+	return 63 - __builtin_clzll(size);
+}
+
+static void put_event(struct ch *ch, void *ev)
+{
+	if (ch->nspare == ch->cap_spare) {
+		size_t cap = ch->cap_spare ? 2 * ch->cap_spare : 16;
+		void **v = realloc(ch->spare_events, cap * sizeof(*v));
+
+		if (!v) {
+			ch->src.ops->event_destroy(ch->src.ctx, ev);
+			return;
+		}
+		ch->spare_events = v;
+		ch->cap_spare = cap;
+	}
+	ch->spare_events[ch->nspare++] = ev;
+}
+
+/* Drop the completed events of b; true when none is left. */
+static bool events_done(struct ch *ch, struct ch_block *b)
+{
+	int keep = 0;
+
+	for (int i = 0; i < b->nevents; i++) {
+		if (ch->src.ops->event_query(ch->src.ctx, b->events[i]) == 1)
+			put_event(ch, b->events[i]);
+		else
+			b->events[keep++] = b->events[i];
+	}
+	b->nevents = keep;
+	return keep == 0;
+}
+
+static void cache_block(struct ch *ch, struct ch_block *b)
+{
+	int bin = bin_of(b->size);
+
+	b->state = CH_FREE;
+	b->next = ch->bins[bin];
+	ch->bins[bin] = b;
+}
+
+/* Move pending blocks whose copies have finished to the free lists. */
+static void process_pending(struct ch *ch)
+{
+	struct ch_block **pp = &ch->pending, *b;
+
+	while ((b = *pp)) {
+		if (!events_done(ch, b)) {
+			pp = &b->next;
+			continue;
+		}
+		*pp = b->next;
+		cache_block(ch, b);
+	}
+}
+
+/* Give every cached (free) block back to the source; bytes released. */
+static size_t release_cached(struct ch *ch)
+{
+	size_t freed = 0;
+
+	for (int i = 0; i < CH_BINS; i++) {
+		struct ch_block *b, *next;
+
+		for (b = ch->bins[i]; b; b = next) {
+			next = b->next;
+			alloy__ptrmap_take(&ch->blocks, b->ptr);
+			ch->src.ops->host_free(ch->src.ctx, b->ptr);
+			ch->host_frees++;
+			ch->reserved -= b->size;
+			freed += b->size;
+			free(b->events);
+			free(b);
+		}
+		ch->bins[i] = NULL;
+	}
+	return freed;
+}
+
+static struct ch_block *new_block(struct ch *ch, size_t size)
+{
+	struct ch_block *b = calloc(1, sizeof(*b));
+	int rc;
+
+	if (!b) {
+		alloy__error(-ENOMEM, ch->name, "no memory for a block record");
+		return NULL;
+	}
+	rc = ch->src.ops->host_malloc(ch->src.ctx, size, &b->ptr);
+	if (rc == -ENOMEM && release_cached(ch))
+		rc = ch->src.ops->host_malloc(ch->src.ctx, size, &b->ptr);
+	if (rc || alloy__ptrmap_put(&ch->blocks, b->ptr, b)) {
+		if (!rc) {
+			ch->src.ops->host_free(ch->src.ctx, b->ptr);
+			alloy__error(-ENOMEM, ch->name, "no memory for the block map");
+		}
+		free(b);
+		return NULL;
+	}
+	ch->host_allocs++;
+	b->size = size;
+	ch->reserved += size;
+	if (ch->reserved > ch->peak_reserved)
+		ch->peak_reserved = ch->reserved;
+	return b;
+}
+
+static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	struct ch *ch = ctx;
+	struct ch_block *b;
+	size_t rounded = CH_MIN_BLOCK;
+	int bin;
+
+	if (unlikely(align > CH_MIN_BLOCK || size > ((size_t)1 << 62))) {
+		alloy__error(-EINVAL, ch->name,
+			     "size %zu / alignment %zu beyond what pinned blocks give",
+			     size, align);
+		return NULL;
+	}
+	while (rounded < size)
+		rounded <<= 1;
+	bin = bin_of(rounded);
+	pthread_mutex_lock(&ch->lock);
+	if (ch->pending)
+		process_pending(ch);
+	b = ch->bins[bin];
+	if (b)
+		ch->bins[bin] = b->next;
+	else
+		b = new_block(ch, rounded);
+	if (b) {
+		b->state = CH_ALLOCATED;
+		b->next = NULL;
+		ch->allocated += b->size;
+		if (ch->allocated > ch->peak_allocated)
+			ch->peak_allocated = ch->allocated;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	if (!b)
+		return NULL;
+	if (flags & ALLOY_ALLOC_ZERO)
+		memset(b->ptr, 0, size);
+	return b->ptr;
+}
+
+static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	struct ch *ch = ctx;
+	struct ch_block *b;
+
+	pthread_mutex_lock(&ch->lock);
+	b = alloy__ptrmap_get(&ch->blocks, ptr);
+	if (unlikely(!b || b->state != CH_ALLOCATED)) {
+		pthread_mutex_unlock(&ch->lock);
+		alloy__error(-EINVAL, ch->name,
+			     "%p is not a live pinned block (double free?)", ptr);
+		return;
+	}
+	ch->allocated -= b->size;
+	if (b->nevents && !events_done(ch, b)) {
+		b->state = CH_PENDING;
+		b->next = ch->pending;
+		ch->pending = b;
+	} else {
+		cache_block(ch, b);
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+static int ch_record_stream(void *ctx, void *ptr, void *stream)
+{
+	struct ch *ch = ctx;
+	struct ch_block *b;
+	void *ev = NULL;
+	int rc = 0;
+
+	pthread_mutex_lock(&ch->lock);
+	b = alloy__ptrmap_get(&ch->blocks, ptr);
+	if (!b || b->state != CH_ALLOCATED) {
+		rc = alloy__error(-EINVAL, ch->name,
+				  "record_stream: %p is not a live pinned block", ptr);
+		goto out_unlock;
+	}
+	if (b->nevents == b->cap_events) {
+		int cap = b->cap_events ? 2 * b->cap_events : 4;
+		void **v = realloc(b->events, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			rc = alloy__error(-ENOMEM, ch->name, "record_stream: no memory");
+			goto out_unlock;
+		}
+		b->events = v;
+		b->cap_events = cap;
+	}
+	if (ch->nspare)
+		ev = ch->spare_events[--ch->nspare];
+	else if ((rc = ch->src.ops->event_create(ch->src.ctx, 0, &ev)))
+		goto out_unlock;
+	rc = ch->src.ops->event_record(ch->src.ctx, ev, stream);
+	if (rc) {
+		put_event(ch, ev);
+		goto out_unlock;
+	}
+	b->events[b->nevents++] = ev;
+out_unlock:
+	pthread_mutex_unlock(&ch->lock);
+	return rc;
+}
+
+static long long ch_trim(void *ctx)
+{
+	struct ch *ch = ctx;
+	long long freed;
+
+	pthread_mutex_lock(&ch->lock);
+	process_pending(ch);
+	freed = (long long)release_cached(ch);
+	pthread_mutex_unlock(&ch->lock);
+	return freed;
+}
+
+static int ch_stats(void *ctx, struct alloy_allocator_stats *st)
+{
+	struct ch *ch = ctx;
+
+	pthread_mutex_lock(&ch->lock);
+	st->allocated = ch->allocated;
+	st->reserved = ch->reserved;
+	st->active = ch->allocated;
+	st->peak_allocated = ch->peak_allocated;
+	st->peak_reserved = ch->peak_reserved;
+	st->num_system_allocs = ch->host_allocs;
+	st->num_system_frees = ch->host_frees;
+	pthread_mutex_unlock(&ch->lock);
+	return 0;
+}
+
+static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
+{
+	struct ch *ch = ctx;
+	struct ch_block *b;
+
+	pthread_mutex_lock(&ch->lock);
+	b = alloy__ptrmap_get(&ch->blocks, ptr);
+	if (b)
+		size = b->size;
+	pthread_mutex_unlock(&ch->lock);
+	return size;
+}
+
+static const struct alloy_allocator_ops ch_template = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.device_type = ALLOY_DEVICE_CUDA_HOST,
+	.alloc = ch_alloc,
+	.free = ch_free,
+	.usable_size = ch_usable_size,
+	.trim = ch_trim,
+	.stats = ch_stats,
+	.record_stream = ch_record_stream,
+};
+
+int alloy__cuda_host_new(const struct alloy__devsrc *src, const char *name,
+			 const struct alloy_allocator_ops **ops, void **ctx)
+{
+	struct ch *ch;
+
+	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
+	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
+		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
+	ch = calloc(1, sizeof(*ch));
+	ALLOY_ENFORCE(ch, -ENOMEM, "no memory for allocator \"%s\"", name);
+	pthread_mutex_init(&ch->lock, NULL);
+	ch->src = *src;
+	snprintf(ch->name, sizeof(ch->name), "%s", name);
+	ch->ops = ch_template;
+	ch->ops.name = ch->name;
+	*ops = &ch->ops;
+	*ctx = ch;
+	return 0;
+}

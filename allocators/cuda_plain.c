@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/cuda_plain.c - `cuda`: one device allocation per block.
+ *
+ * No caching: every alloc is a cudaMalloc and every free a cudaFree (which
+ * synchronises the device).  It is the baseline the caching allocator is
+ * measured against, and the simplest correct choice for code that
+ * allocates once.  Blocks are remembered by address so that a free knows
+ * its device and a double free is reported instead of reaching the driver.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "allocators/devsrc.h"
+#include "allocators/ptrmap.h"
+
+#define PLAIN_ALIGN 256u /* what cudaMalloc guarantees */
+
+struct plain {
+	pthread_mutex_t lock;
+	struct alloy__devsrc src;
+	struct alloy_allocator_ops ops;
+	char name[ALLOY_NAME_MAX + 1];
+	struct alloy__ptrmap blocks; /* address -> device + 1 */
+};
+
+static void *plain_alloc_async(void *ctx, size_t size, size_t align,
+			       unsigned flags, void *stream)
+{
+	struct plain *pl = ctx;
+	int device = alloy_cuda_current_device();
+	void *p;
+	int rc;
+
+	if (unlikely(align > PLAIN_ALIGN)) {
+		alloy__error(-EINVAL, pl->name,
+			     "alignment %zu is above the %u bytes cudaMalloc gives",
+			     align, PLAIN_ALIGN);
+		return NULL;
+	}
+	if (pl->src.ops->dev_malloc(pl->src.ctx, device, size, &p))
+		return NULL;
+	pthread_mutex_lock(&pl->lock);
+	rc = alloy__ptrmap_put(&pl->blocks, p, (void *)(intptr_t)(device + 1));
+	pthread_mutex_unlock(&pl->lock);
+	if (rc) {
+		pl->src.ops->dev_free(pl->src.ctx, device, p);
+		alloy__error(-ENOMEM, pl->name, "no memory for the block map");
+		return NULL;
+	}
+	if (flags & ALLOY_ALLOC_ZERO)
+		pl->src.ops->dev_memset(pl->src.ctx, device, p, 0, size, stream);
+	return p;
+}
+
+static void *plain_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	return plain_alloc_async(ctx, size, align, flags,
+				 alloy_cuda_current_stream());
+}
+
+static void plain_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	struct plain *pl = ctx;
+	intptr_t dev;
+
+	pthread_mutex_lock(&pl->lock);
+	dev = (intptr_t)alloy__ptrmap_take(&pl->blocks, ptr);
+	pthread_mutex_unlock(&pl->lock);
+	if (!dev) {
+		alloy__error(-EINVAL, pl->name,
+			     "%p was not allocated here (double free?)", ptr);
+		return;
+	}
+	/* cudaFree waits for the device: no stream can still be using it. */
+	pl->src.ops->dev_free(pl->src.ctx, (int)dev - 1, ptr);
+}
+
+static const struct alloy_allocator_ops plain_template = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.device_type = ALLOY_DEVICE_CUDA,
+	.alloc = plain_alloc,
+	.free = plain_free,
+	.alloc_async = plain_alloc_async,
+};
+
+int alloy__cuda_plain_new(const struct alloy__devsrc *src, const char *name,
+			  const struct alloy_allocator_ops **ops, void **ctx)
+{
+	struct plain *pl;
+
+	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
+	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
+		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
+	pl = calloc(1, sizeof(*pl));
+	ALLOY_ENFORCE(pl, -ENOMEM, "no memory for allocator \"%s\"", name);
+	pthread_mutex_init(&pl->lock, NULL);
+	pl->src = *src;
+	snprintf(pl->name, sizeof(pl->name), "%s", name);
+	pl->ops = plain_template;
+	pl->ops.name = pl->name;
+	*ops = &pl->ops;
+	*ctx = pl;
+	return 0;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * allocators/devsrc.h - the device-memory source under the CUDA allocators.
+ *
+ * The caching allocator, the pinned host allocator, the plain `cuda`
+ * allocator and the CUDA context hold policy only; every call that touches
+ * a device goes through this small table.  Two sources implement it: the
+ * CUDA runtime one (allocators/devsrc_cuda.c, only in the alloy_cuda
+ * module) and a simulated one on host memory (allocators/devsrc_sim.c, in
+ * liballoy) whose capacity and stream completion tests control.  So every
+ * line of policy runs in CI without a GPU.
+ *
+ * Streams and events are opaque pointers; a NULL stream is the device's
+ * default stream.  Every op returns 0 or a negative errno; the source sets
+ * the thread's error message itself (it knows the runtime's words).
+ *
+ * Not installed: the module is built in-tree and reaches the policy code
+ * through the ALLOY_PRIVATE functions declared here.
+ */
+#ifndef ALLOY_ALLOCATORS_DEVSRC_H
+#define ALLOY_ALLOCATORS_DEVSRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <alloy/allocator.h>
+#include <alloy/context.h>
+
+#define ALLOY_DEVSRC_PRIVATE __attribute__((visibility("default")))
+
+enum alloy__copy_kind {
+	ALLOY__H2D,
+	ALLOY__D2H,
+	ALLOY__D2D,
+	ALLOY__H2H,
+};
+
+struct alloy__devsrc_ops {
+	const char *name; /* "cuda" or "sim" */
+
+	/* Device memory.  -ENOMEM when the device is out of memory. */
+	int (*dev_malloc)(void *ctx, int device, size_t size, void **out);
+	int (*dev_free)(void *ctx, int device, void *ptr);
+	int (*mem_info)(void *ctx, int device, size_t *free_b, size_t *total);
+	int (*device_count)(void *ctx, int *count);
+	/* Set n bytes at ptr to byte, ordered on stream. */
+	int (*dev_memset)(void *ctx, int device, void *ptr, int byte, size_t n,
+			  void *stream);
+	/* Copy; stream NULL and sync true: returns when the copy is done. */
+	int (*copy)(void *ctx, int device, void *dst, const void *src,
+		    size_t n, enum alloy__copy_kind kind, void *stream,
+		    bool sync);
+
+	/* Page-locked host memory. */
+	int (*host_malloc)(void *ctx, size_t size, void **out);
+	int (*host_free)(void *ctx, void *ptr);
+
+	/* Events: record the stream's work so far; query without waiting. */
+	int (*event_create)(void *ctx, int device, void **ev);
+	int (*event_destroy)(void *ctx, void *ev);
+	int (*event_record)(void *ctx, void *ev, void *stream);
+	/* 1 when the recorded work is done, 0 when not yet, < 0 error. */
+	int (*event_query)(void *ctx, void *ev);
+	int (*event_synchronize)(void *ctx, void *ev);
+
+	/* Wait for all work on one stream / on the whole device. */
+	int (*stream_synchronize)(void *ctx, void *stream);
+	int (*device_synchronize)(void *ctx, int device);
+};
+
+struct alloy__devsrc {
+	const struct alloy__devsrc_ops *ops;
+	void *ctx;
+};
+
+/* ---- the simulated source (allocators/devsrc_sim.c) ----------------- */
+
+struct alloy_cuda_sim;
+
+/* The source view of a simulator (see alloy/cuda.h for its controls). */
+ALLOY_DEVSRC_PRIVATE struct alloy__devsrc
+alloy__cuda_sim_source(struct alloy_cuda_sim *sim);
+
+/* ---- policy code over a source ---------------------------------------- */
+
+/*
+ * The caching allocator, the pinned host allocator and the plain
+ * allocator over src.  *ops and *ctx are what to register (the module
+ * puts them in its descriptor); ctx lives until the process ends, as a
+ * registered allocator's context may be reached after unregistering.
+ */
+ALLOY_DEVSRC_PRIVATE int
+alloy__cuda_caching_new(const struct alloy__devsrc *src, const char *name,
+			const struct alloy_allocator_ops **ops, void **ctx);
+ALLOY_DEVSRC_PRIVATE int
+alloy__cuda_host_new(const struct alloy__devsrc *src, const char *name,
+		     const struct alloy_allocator_ops **ops, void **ctx);
+ALLOY_DEVSRC_PRIVATE int
+alloy__cuda_plain_new(const struct alloy__devsrc *src, const char *name,
+		      const struct alloy_allocator_ops **ops, void **ctx);
+
+/* The device context over src (contexts/cuda.c). */
+ALLOY_DEVSRC_PRIVATE int
+alloy__cuda_context_new(const struct alloy__devsrc *src,
+			const struct alloy_context_ops **ops, void **ctx);
+
+#endif /* ALLOY_ALLOCATORS_DEVSRC_H */

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/devsrc_cuda.c - the device-memory source on the CUDA runtime.
+ *
+ * Thin on purpose: each op is one or two runtime calls and the
+ * translation of the runtime's error into an errno code and a message.
+ * All policy is in liballoy (cuda_caching.c, cuda_host.c, ...), which
+ * runs the same code over the simulated source in CI.  Only this file and
+ * cuda_module.c include CUDA headers; they are built into alloy_cuda.so.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <cuda_runtime_api.h>
+#include <alloy/plugin.h>
+
+#include "allocators/devsrc.h"
+#include "allocators/devsrc_cuda.h"
+
+/* Translate a runtime error: ENOMEM for out-of-memory, EIO otherwise. */
+static int fail(cudaError_t e, const char *what)
+{
+	int err = e == cudaErrorMemoryAllocation ? -ENOMEM :
+		  e == cudaErrorNoDevice || e == cudaErrorInvalidDevice ? -ENODEV :
+									  -EIO;
+
+	/* Out-of-memory is not sticky: clear it so later calls succeed. */
+	cudaGetLastError();
+	return alloy_plugin_error(err, "%s: %s (%s)", what, cudaGetErrorString(e),
+				  cudaGetErrorName(e));
+}
+
+static int use_device(int device)
+{
+	int cur;
+	cudaError_t e = cudaGetDevice(&cur);
+
+	if (e == cudaSuccess && cur == device)
+		return 0;
+	e = cudaSetDevice(device);
+	return e == cudaSuccess ? 0 : fail(e, "cudaSetDevice");
+}
+
+static int cu_dev_malloc(void *ctx, int device, size_t size, void **out)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaMalloc(out, size);
+	return e == cudaSuccess ? 0 : fail(e, "cudaMalloc");
+}
+
+static int cu_dev_free(void *ctx, int device, void *ptr)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaFree(ptr);
+	return e == cudaSuccess ? 0 : fail(e, "cudaFree");
+}
+
+static int cu_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaMemGetInfo(free_b, total);
+	return e == cudaSuccess ? 0 : fail(e, "cudaMemGetInfo");
+}
+
+static int cu_device_count(void *ctx, int *count)
+{
+	cudaError_t e = cudaGetDeviceCount(count);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaGetDeviceCount");
+}
+
+static int cu_dev_memset(void *ctx, int device, void *ptr, int byte, size_t n,
+			 void *stream)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaMemsetAsync(ptr, byte, n, (cudaStream_t)stream);
+	return e == cudaSuccess ? 0 : fail(e, "cudaMemsetAsync");
+}
+
+static int cu_copy(void *ctx, int device, void *dst, const void *src, size_t n,
+		   enum alloy__copy_kind kind, void *stream, bool sync)
+{
+	static const enum cudaMemcpyKind kinds[] = {
+		[ALLOY__H2D] = cudaMemcpyHostToDevice,
+		[ALLOY__D2H] = cudaMemcpyDeviceToHost,
+		[ALLOY__D2D] = cudaMemcpyDeviceToDevice,
+		[ALLOY__H2H] = cudaMemcpyHostToHost,
+	};
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	if (sync && !stream) {
+		e = cudaMemcpy(dst, src, n, kinds[kind]);
+		return e == cudaSuccess ? 0 : fail(e, "cudaMemcpy");
+	}
+	e = cudaMemcpyAsync(dst, src, n, kinds[kind], (cudaStream_t)stream);
+	if (e == cudaSuccess && sync)
+		e = cudaStreamSynchronize((cudaStream_t)stream);
+	return e == cudaSuccess ? 0 : fail(e, "cudaMemcpyAsync");
+}
+
+static int cu_host_malloc(void *ctx, size_t size, void **out)
+{
+	cudaError_t e = cudaHostAlloc(out, size, cudaHostAllocDefault);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaHostAlloc");
+}
+
+static int cu_host_free(void *ctx, void *ptr)
+{
+	cudaError_t e = cudaFreeHost(ptr);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaFreeHost");
+}
+
+static int cu_event_create(void *ctx, int device, void **ev)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaEventCreateWithFlags((cudaEvent_t *)ev, cudaEventDisableTiming);
+	return e == cudaSuccess ? 0 : fail(e, "cudaEventCreate");
+}
+
+static int cu_event_destroy(void *ctx, void *ev)
+{
+	cudaError_t e = cudaEventDestroy((cudaEvent_t)ev);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaEventDestroy");
+}
+
+static int cu_event_record(void *ctx, void *ev, void *stream)
+{
+	cudaError_t e = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaEventRecord");
+}
+
+static int cu_event_query(void *ctx, void *ev)
+{
+	cudaError_t e = cudaEventQuery((cudaEvent_t)ev);
+
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady) {
+		cudaGetLastError(); /* not an error: do not leave it behind */
+		return 0;
+	}
+	return fail(e, "cudaEventQuery");
+}
+
+static int cu_event_synchronize(void *ctx, void *ev)
+{
+	cudaError_t e = cudaEventSynchronize((cudaEvent_t)ev);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaEventSynchronize");
+}
+
+static int cu_stream_synchronize(void *ctx, void *stream)
+{
+	cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+
+	return e == cudaSuccess ? 0 : fail(e, "cudaStreamSynchronize");
+}
+
+static int cu_device_synchronize(void *ctx, int device)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaDeviceSynchronize();
+	return e == cudaSuccess ? 0 : fail(e, "cudaDeviceSynchronize");
+}
+
+static const struct alloy__devsrc_ops cuda_ops = {
+	.name = "cuda",
+	.dev_malloc = cu_dev_malloc,
+	.dev_free = cu_dev_free,
+	.mem_info = cu_mem_info,
+	.device_count = cu_device_count,
+	.dev_memset = cu_dev_memset,
+	.copy = cu_copy,
+	.host_malloc = cu_host_malloc,
+	.host_free = cu_host_free,
+	.event_create = cu_event_create,
+	.event_destroy = cu_event_destroy,
+	.event_record = cu_event_record,
+	.event_query = cu_event_query,
+	.event_synchronize = cu_event_synchronize,
+	.stream_synchronize = cu_stream_synchronize,
+	.device_synchronize = cu_device_synchronize,
+};
+
+struct alloy__devsrc alloy__cuda_runtime_source(void)
+{
+	return (struct alloy__devsrc){ &cuda_ops, NULL };
+}
+
+int alloy__cuda_runtime_probe(void)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		return alloy_plugin_error(-ENODEV, "no CUDA device: %s",
+					  cudaGetErrorString(e));
+	}
+	if (n == 0)
+		return alloy_plugin_error(-ENODEV, "no CUDA device: 0 devices found");
+	return 0;
+}

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/devsrc_sim.c - a simulated CUDA device on host memory.
+ *
+ * Device memory is anonymous mmap(MAP_NORESERVE): untouched pages cost
+ * nothing, so traces of a multi-GiB training step replay on a small
+ * machine, and fresh memory reads as zeroes like fresh cudaMalloc memory
+ * often does not (tests must not rely on it; the allocators do not).
+ * A capacity bounds the bytes in use so tests can force out-of-memory.
+ *
+ * Each stream counts the work queued on it (event records and async
+ * copies) and the work completed.  Unless a test holds the stream, queued
+ * work completes at once; a held stream completes only when released,
+ * completed by hand, or synchronised.  That is all a caching allocator
+ * can observe of a GPU's asynchrony, and tests control every step of it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/internal.h"
+#include "allocators/devsrc.h"
+
+struct sim_stream {
+	uint64_t queued;    /* work items queued so far */
+	uint64_t completed; /* of which done */
+	bool hold;
+	struct sim_stream *next;
+};
+
+struct sim_event {
+	struct sim_stream *stream; /* NULL: never recorded (counts as done) */
+	uint64_t seq;
+};
+
+struct sim_block {
+	void *ptr;
+	size_t size;
+	struct sim_block *next;
+};
+
+struct alloy_cuda_sim {
+	pthread_mutex_t lock;
+	size_t capacity;
+	struct sim_stream default_stream;
+	struct sim_stream *streams; /* created ones; default_stream first */
+	struct sim_block *dev_blocks;
+	struct sim_block *host_blocks;
+	struct alloy_cuda_sim_counts counts;
+};
+
+static struct sim_stream *stream_of(struct alloy_cuda_sim *sim, void *stream)
+{
+	return stream ? stream : &sim->default_stream;
+}
+
+static void queue_work(struct sim_stream *s)
+{
+	s->queued++;
+	if (!s->hold)
+		s->completed = s->queued;
+}
+
+/* Remove the block at ptr from *list; its size, or 0 if it is not there. */
+static size_t unlink_block(struct sim_block **list, void *ptr)
+{
+	for (struct sim_block **pp = list; *pp; pp = &(*pp)->next) {
+		struct sim_block *b = *pp;
+		size_t size = b->size;
+
+		if (b->ptr == ptr) {
+			*pp = b->next;
+			free(b);
+			return size;
+		}
+	}
+	return 0;
+}
+
+static int sim_dev_malloc(void *ctx, int device, size_t size, void **out)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_block *b;
+	void *p;
+
+	pthread_mutex_lock(&sim->lock);
+	if (device != 0 || size > sim->capacity ||
+	    sim->counts.dev_bytes_in_use > sim->capacity - size) {
+		size_t used = sim->counts.dev_bytes_in_use;
+
+		pthread_mutex_unlock(&sim->lock);
+		if (device != 0)
+			return alloy__error(-ENODEV, "sim_malloc",
+					    "simulated device %d does not exist (only 0)",
+					    device);
+		return alloy__error(-ENOMEM, "sim_malloc",
+				    "out of memory: %zu bytes asked, %zu of %zu in use",
+				    size, used, sim->capacity);
+	}
+	b = malloc(sizeof(*b));
+	p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!b || p == MAP_FAILED) {
+		pthread_mutex_unlock(&sim->lock);
+		free(b);
+		return alloy__error(-ENOMEM, "sim_malloc",
+				    "host mmap of %zu bytes failed", size);
+	}
+	b->ptr = p;
+	b->size = size;
+	b->next = sim->dev_blocks;
+	sim->dev_blocks = b;
+	sim->counts.dev_bytes_in_use += size;
+	sim->counts.dev_mallocs++;
+	pthread_mutex_unlock(&sim->lock);
+	*out = p;
+	return 0;
+}
+
+static int sim_dev_free(void *ctx, int device, void *ptr)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	size_t size;
+
+	pthread_mutex_lock(&sim->lock);
+	size = unlink_block(&sim->dev_blocks, ptr);
+	if (size) {
+		sim->counts.dev_bytes_in_use -= size;
+		sim->counts.dev_frees++;
+	}
+	pthread_mutex_unlock(&sim->lock);
+	ALLOY_ENFORCE(size, -EINVAL,
+		      "%p is not simulated device memory (double free?)", ptr);
+	munmap(ptr, size);
+	return 0;
+}
+
+static int sim_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
+{
+	struct alloy_cuda_sim *sim = ctx;
+
+	pthread_mutex_lock(&sim->lock);
+	*total = sim->capacity;
+	*free_b = sim->capacity > sim->counts.dev_bytes_in_use ?
+			  sim->capacity - sim->counts.dev_bytes_in_use : 0;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static int sim_device_count(void *ctx, int *count)
+{
+	*count = 1;
+	return 0;
+}
+
+static int sim_dev_memset(void *ctx, int device, void *ptr, int byte, size_t n,
+			  void *stream)
+{
+	struct alloy_cuda_sim *sim = ctx;
+
+	memset(ptr, byte, n);
+	pthread_mutex_lock(&sim->lock);
+	queue_work(stream_of(sim, stream));
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static int sim_copy(void *ctx, int device, void *dst, const void *src,
+		    size_t n, enum alloy__copy_kind kind, void *stream, bool sync)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_stream *s;
+
+	memmove(dst, src, n);
+	pthread_mutex_lock(&sim->lock);
+	s = stream_of(sim, stream);
+	queue_work(s);
+	if (sync)
+		s->completed = s->queued;
+	sim->counts.copies++;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static int sim_host_malloc(void *ctx, size_t size, void **out)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_block *b = malloc(sizeof(*b));
+	void *p = NULL;
+
+	if (!b || posix_memalign(&p, 4096, size ? size : 1)) {
+		free(b);
+		return alloy__error(-ENOMEM, "sim_host_malloc",
+				    "no host memory for %zu pinned bytes", size);
+	}
+	pthread_mutex_lock(&sim->lock);
+	b->ptr = p;
+	b->size = size ? size : 1;
+	b->next = sim->host_blocks;
+	sim->host_blocks = b;
+	sim->counts.host_bytes_in_use += b->size;
+	sim->counts.host_mallocs++;
+	pthread_mutex_unlock(&sim->lock);
+	*out = p;
+	return 0;
+}
+
+static int sim_host_free(void *ctx, void *ptr)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	size_t size;
+
+	pthread_mutex_lock(&sim->lock);
+	size = unlink_block(&sim->host_blocks, ptr);
+	if (size) {
+		sim->counts.host_bytes_in_use -= size;
+		sim->counts.host_frees++;
+	}
+	pthread_mutex_unlock(&sim->lock);
+	ALLOY_ENFORCE(size, -EINVAL,
+		      "%p is not simulated pinned memory (double free?)", ptr);
+	free(ptr);
+	return 0;
+}
+
+static int sim_event_create(void *ctx, int device, void **ev)
+{
+	struct sim_event *e = calloc(1, sizeof(*e));
+
+	ALLOY_ENFORCE(e, -ENOMEM, "no memory for a simulated event");
+	*ev = e;
+	return 0;
+}
+
+static int sim_event_destroy(void *ctx, void *ev)
+{
+	free(ev);
+	return 0;
+}
+
+static int sim_event_record(void *ctx, void *ev, void *stream)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_event *e = ev;
+
+	pthread_mutex_lock(&sim->lock);
+	e->stream = stream_of(sim, stream);
+	queue_work(e->stream);
+	e->seq = e->stream->queued;
+	sim->counts.event_records++;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static int sim_event_query(void *ctx, void *ev)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_event *e = ev;
+	int done;
+
+	pthread_mutex_lock(&sim->lock);
+	done = !e->stream || e->stream->completed >= e->seq;
+	sim->counts.event_queries++;
+	pthread_mutex_unlock(&sim->lock);
+	return done;
+}
+
+static int sim_event_synchronize(void *ctx, void *ev)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_event *e = ev;
+
+	pthread_mutex_lock(&sim->lock);
+	/* Waiting for an event means the work before it has finished. */
+	if (e->stream && e->stream->completed < e->seq)
+		e->stream->completed = e->seq;
+	sim->counts.syncs++;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static int sim_stream_synchronize(void *ctx, void *stream)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_stream *s;
+
+	pthread_mutex_lock(&sim->lock);
+	s = stream_of(sim, stream);
+	s->completed = s->queued;
+	sim->counts.syncs++;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static int sim_device_synchronize(void *ctx, int device)
+{
+	struct alloy_cuda_sim *sim = ctx;
+
+	pthread_mutex_lock(&sim->lock);
+	for (struct sim_stream *s = sim->streams; s; s = s->next)
+		s->completed = s->queued;
+	sim->counts.syncs++;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+static const struct alloy__devsrc_ops sim_ops = {
+	.name = "sim",
+	.dev_malloc = sim_dev_malloc,
+	.dev_free = sim_dev_free,
+	.mem_info = sim_mem_info,
+	.device_count = sim_device_count,
+	.dev_memset = sim_dev_memset,
+	.copy = sim_copy,
+	.host_malloc = sim_host_malloc,
+	.host_free = sim_host_free,
+	.event_create = sim_event_create,
+	.event_destroy = sim_event_destroy,
+	.event_record = sim_event_record,
+	.event_query = sim_event_query,
+	.event_synchronize = sim_event_synchronize,
+	.stream_synchronize = sim_stream_synchronize,
+	.device_synchronize = sim_device_synchronize,
+};
+
+struct alloy__devsrc alloy__cuda_sim_source(struct alloy_cuda_sim *sim)
+{
+	return (struct alloy__devsrc){ &sim_ops, sim };
+}
+
+/* ---- the controls of alloy/cuda.h --------------------------------------- */
+
+int alloy_cuda_sim_create(size_t capacity, struct alloy_cuda_sim **out)
+{
+	struct alloy_cuda_sim *sim;
+
+	ALLOY_ENFORCE(out, -EINVAL, "out is NULL");
+	sim = calloc(1, sizeof(*sim));
+	ALLOY_ENFORCE(sim, -ENOMEM, "no memory for a simulated device");
+	pthread_mutex_init(&sim->lock, NULL);
+	sim->capacity = capacity;
+	sim->streams = &sim->default_stream;
+	*out = sim;
+	return 0;
+}
+
+int alloy_cuda_sim_set_capacity(struct alloy_cuda_sim *sim, size_t capacity)
+{
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	sim->capacity = capacity;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+int alloy_cuda_sim_stream_create(struct alloy_cuda_sim *sim, void **stream)
+{
+	struct sim_stream *s;
+
+	ALLOY_ENFORCE(sim && stream, -EINVAL, "sim or stream is NULL");
+	s = calloc(1, sizeof(*s));
+	ALLOY_ENFORCE(s, -ENOMEM, "no memory for a simulated stream");
+	pthread_mutex_lock(&sim->lock);
+	s->next = sim->streams->next;
+	sim->streams->next = s;
+	pthread_mutex_unlock(&sim->lock);
+	*stream = s;
+	return 0;
+}
+
+int alloy_cuda_sim_hold(struct alloy_cuda_sim *sim, void *stream, bool hold)
+{
+	struct sim_stream *s;
+
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	s = stream_of(sim, stream);
+	s->hold = hold;
+	if (!hold)
+		s->completed = s->queued;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+int alloy_cuda_sim_complete(struct alloy_cuda_sim *sim, void *stream)
+{
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	stream_of(sim, stream)->completed = stream_of(sim, stream)->queued;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+int alloy_cuda_sim_counts(struct alloy_cuda_sim *sim,
+			  struct alloy_cuda_sim_counts *out)
+{
+	ALLOY_ENFORCE(sim && out, -EINVAL, "sim or out is NULL");
+	pthread_mutex_lock(&sim->lock);
+	*out = sim->counts;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * allocators/ptrmap.h - a map from block address to its record.
+ *
+ * Open addressing with linear probing and backward-shift deletion, so a
+ * lookup touches one or two cache lines and a delete leaves no tombstones
+ * behind (a caching allocator inserts and deletes on every alloc/free).
+ * Not thread-safe: its owner's lock covers it.
+ */
+#ifndef ALLOY_ALLOCATORS_PTRMAP_H
+#define ALLOY_ALLOCATORS_PTRMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+
+struct alloy__ptrmap_slot {
+	uintptr_t key; /* 0: empty */
+	void *value;
+};
+
+struct alloy__ptrmap {
+	struct alloy__ptrmap_slot *slots;
+	size_t mask; /* capacity - 1; capacity is a power of two */
+	size_t count;
+};
+
+/* Insert key (non-zero, not present); 0 or -ENOMEM. */
+ALLOY_HIDDEN int alloy__ptrmap_put(struct alloy__ptrmap *m, const void *key,
+				   void *value);
+/* Remove key and return its value, or NULL if it is not there. */
+ALLOY_HIDDEN void *alloy__ptrmap_take(struct alloy__ptrmap *m, const void *key);
+/* The value of key, or NULL. */
+ALLOY_HIDDEN void *alloy__ptrmap_get(const struct alloy__ptrmap *m,
+				     const void *key);
+ALLOY_HIDDEN void alloy__ptrmap_free(struct alloy__ptrmap *m);
+
+#endif /* ALLOY_ALLOCATORS_PTRMAP_H */

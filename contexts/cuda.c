@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * contexts/cuda.c - the device context for `cuda`, over a device source.
+ *
+ * new() takes memory from the registry's current default allocator for
+ * cuda on the requested device; copy_bytes() moves bytes host->device,
+ * device->host and device->device, synchronously (stream NULL) or queued
+ * on a stream.  An async copy from or to pinned memory of the default
+ * cuda_host allocator records its stream on that block, so the block is
+ * not reused before the copy has run.
+ *
+ * The same code serves the real device (the alloy_cuda module registers
+ * it over the CUDA runtime) and the simulated one (tests and tools
+ * register it with alloy_cuda_sim_register_context).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "allocators/devsrc.h"
+
+struct cuda_ctx {
+	struct alloy__devsrc src;
+	struct alloy_context_ops ops;
+};
+
+/*
+ * The cuda default, installing the configured one (conf key `cuda`) the
+ * first time it is needed: loading the module by name does not make it
+ * the default by itself.
+ */
+static int ensure_default(void)
+{
+	const char *want;
+
+	if (alloy_get_default(ALLOY_DEVICE_CUDA))
+		return 0;
+	want = alloy_conf_get("cuda");
+	if (!want || !*want)
+		return alloy__error(-ENODEV, "alloy_context_new",
+				    "no default allocator for cuda");
+	return alloy_set_default_by_name(ALLOY_DEVICE_CUDA, want);
+}
+
+static int cuda_new_bytes(void *ctx, struct alloy_device dev, size_t nbytes,
+			  struct alloy_data_ptr *out)
+{
+	int prev = alloy_cuda_current_device();
+	int rc;
+
+	rc = ensure_default();
+	if (rc)
+		return rc;
+	rc = alloy_cuda_set_device(dev.index);
+	if (rc)
+		return rc;
+	rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, nbytes, 0, out);
+	alloy_cuda_set_device(prev);
+	if (!rc)
+		out->device = dev;
+	return rc;
+}
+
+/* If ptr is a block of the default pinned allocator, note the stream. */
+static void record_pinned(void *ptr, void *stream)
+{
+	struct alloy_allocator *host = alloy_get_default(ALLOY_DEVICE_CUDA_HOST);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(host);
+
+	if (host && ops->record_stream)
+		ops->record_stream(alloy_allocator_ctx(host), ptr, stream);
+}
+
+static int cuda_copy_bytes(void *ctx, size_t nbytes, const void *src,
+			   struct alloy_device src_dev, void *dst,
+			   struct alloy_device dst_dev, void *stream)
+{
+	struct cuda_ctx *c = ctx;
+	bool src_dev_mem = src_dev.type == ALLOY_DEVICE_CUDA;
+	bool dst_dev_mem = dst_dev.type == ALLOY_DEVICE_CUDA;
+	enum alloy__copy_kind kind;
+	int device;
+	int rc;
+
+	if (src_dev_mem && dst_dev_mem)
+		kind = ALLOY__D2D;
+	else if (src_dev_mem)
+		kind = ALLOY__D2H;
+	else if (dst_dev_mem)
+		kind = ALLOY__H2D;
+	else
+		kind = ALLOY__H2H;
+	device = dst_dev_mem ? dst_dev.index : src_dev.index;
+	rc = c->src.ops->copy(c->src.ctx, device, dst, src, nbytes, kind, stream,
+			      stream == NULL);
+	if (rc || !stream)
+		return rc;
+	/* Queued: a pinned host side must outlive the copy. */
+	if (!src_dev_mem)
+		record_pinned((void *)src, stream);
+	if (!dst_dev_mem)
+		record_pinned(dst, stream);
+	return 0;
+}
+
+static int cuda_synchronize(void *ctx, struct alloy_device dev)
+{
+	struct cuda_ctx *c = ctx;
+
+	return c->src.ops->device_synchronize(c->src.ctx, dev.index);
+}
+
+static const struct alloy_context_ops cuda_context_template = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_context_ops),
+	.name = "cuda",
+	.device_type = ALLOY_DEVICE_CUDA,
+	.new_bytes = cuda_new_bytes,
+	.copy_bytes = cuda_copy_bytes,
+	.synchronize = cuda_synchronize,
+};
+
+int alloy__cuda_context_new(const struct alloy__devsrc *src,
+			    const struct alloy_context_ops **ops, void **ctx)
+{
+	struct cuda_ctx *c;
+
+	ALLOY_ENFORCE(src && ops && ctx, -EINVAL, "NULL argument");
+	c = calloc(1, sizeof(*c));
+	ALLOY_ENFORCE(c, -ENOMEM, "no memory for the cuda context");
+	c->src = *src;
+	c->ops = cuda_context_template;
+	*ops = &c->ops;
+	*ctx = c;
+	return 0;
+}

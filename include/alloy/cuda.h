@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * alloy/cuda.h - the CUDA allocators: caching statistics and snapshot,
+ * empty_cache, streams, and the simulated device used without a GPU.
+ *
+ * Allocators (docs/CUDA.md):
+ *   cuda              cudaMalloc/cudaFree per block        (module alloy_cuda)
+ *   cuda_caching      PyTorch-style caching allocator       (module alloy_cuda)
+ *   cuda_host         pinned host caching allocator         (module alloy_cuda)
+ *   cuda_caching_sim  the caching policy on the simulated device (built in)
+ *   cuda_host_sim     the pinned policy on the simulated device  (built in)
+ *
+ * The policy code is the same for the real and the simulated device; only
+ * the device-memory source under it differs.  None of this header needs
+ * the CUDA toolkit.
+ */
+#ifndef ALLOY_CUDA_H
+#define ALLOY_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <alloy/allocator.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the calling thread's device and stream --------------------------- */
+
+/*
+ * Allocations without an explicit stream (alloc, alloy_context_new) are
+ * ordered on the thread's current stream of its current device, as in
+ * PyTorch.  NULL is the device's default stream.
+ */
+int alloy_cuda_set_device(int device);
+int alloy_cuda_current_device(void);
+void alloy_cuda_set_stream(void *stream);
+void *alloy_cuda_current_stream(void);
+
+/*
+ * ptr (a block of a stream-aware allocator) is also used by work queued
+ * on stream: its memory is not handed out again before that work is done.
+ * Goes to the ops->record_stream of the allocator that made dp.
+ */
+int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream);
+
+/* ---- caching allocator statistics ------------------------------------- */
+
+/* Statistics come per pool and for both together. */
+enum alloy_cuda_pool {
+	ALLOY_CUDA_POOL_ALL = 0,
+	ALLOY_CUDA_POOL_SMALL, /* blocks <= 1 MiB, from 2 MiB segments */
+	ALLOY_CUDA_POOL_LARGE,
+	ALLOY_CUDA_POOL_COUNT
+};
+
+/* One statistic: its value now, its peak, and the sums of its ups/downs. */
+struct alloy_cuda_stat {
+	int64_t current;
+	int64_t peak;
+	int64_t allocated; /* total increases */
+	int64_t freed;     /* total decreases */
+};
+
+struct alloy_cuda_stats {
+	uint32_t size;    /* sizeof the caller's struct */
+	uint32_t version; /* ALLOY_CUDA_STATS_VERSION */
+	/* counts */
+	struct alloy_cuda_stat allocation[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat segment[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat active[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat inactive_split[ALLOY_CUDA_POOL_COUNT];
+	/* bytes */
+	struct alloy_cuda_stat allocated_bytes[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat reserved_bytes[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat active_bytes[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat inactive_split_bytes[ALLOY_CUDA_POOL_COUNT];
+	struct alloy_cuda_stat requested_bytes[ALLOY_CUDA_POOL_COUNT];
+	/* blocks and segments of max_split_size or more */
+	struct alloy_cuda_stat oversize_allocations;
+	struct alloy_cuda_stat oversize_segments;
+	/* events */
+	uint64_t num_alloc_retries;    /* a device allocation failed, retried */
+	uint64_t num_ooms;             /* out-of-memory errors returned */
+	uint64_t num_sync_all_streams; /* device synchronisations by OOM/trim */
+	uint64_t num_device_alloc;     /* calls into the source */
+	uint64_t num_device_free;
+	uint64_t max_split_size;       /* the option in force; 0 = unlimited */
+};
+#define ALLOY_CUDA_STATS_VERSION 1
+
+/*
+ * Fill *st for one device of a caching allocator (cuda_caching or
+ * cuda_caching_sim).  Set st->size and st->version first.  -EINVAL when
+ * a is not a caching allocator.
+ */
+int alloy_cuda_caching_stats(struct alloy_allocator *a, int device,
+			     struct alloy_cuda_stats *st);
+
+/* Set every peak to its current value (PyTorch reset_peak_memory_stats). */
+int alloy_cuda_caching_reset_peaks(struct alloy_allocator *a, int device);
+
+/*
+ * Wait for outstanding events and give every unused cached segment back
+ * to the device (torch.cuda.empty_cache).  Returns the bytes released.
+ * The same as alloy_allocator_trim(a).
+ */
+long long alloy_cuda_caching_empty_cache(struct alloy_allocator *a);
+
+/* Block states in a snapshot (PyTorch's names). */
+enum alloy_cuda_block_state {
+	ALLOY_CUDA_BLOCK_INACTIVE = 0,        /* cached, free */
+	ALLOY_CUDA_BLOCK_ACTIVE_ALLOCATED,    /* handed out */
+	ALLOY_CUDA_BLOCK_ACTIVE_PENDING_FREE, /* freed, waiting for events */
+};
+
+struct alloy_cuda_block_info {
+	int device;
+	int pool;              /* ALLOY_CUDA_POOL_SMALL or _LARGE */
+	uintptr_t segment;     /* address of its segment */
+	size_t segment_size;
+	void *stream;          /* the segment's stream */
+	uintptr_t address;
+	size_t size;           /* rounded size the block occupies */
+	size_t requested_size; /* what the user asked for (0 when free) */
+	int state;             /* enum alloy_cuda_block_state */
+	bool segment_start;    /* first block of its segment */
+};
+
+/*
+ * Call fn for each block of each segment, segments in address order.
+ * The allocator's lock is held: fn must not call into the allocator.
+ */
+int alloy_cuda_caching_foreach_block(struct alloy_allocator *a,
+				     int (*fn)(const struct alloy_cuda_block_info *b,
+					       void *arg),
+				     void *arg);
+
+/*
+ * Write a JSON snapshot: {"allocator":..., "devices":[{"device":0,
+ * "stats":{...}, "segments":[{"address":...,"total_size":...,
+ * "allocated_size":...,"active_size":...,"stream":...,"segment_type":
+ * "small"|"large","blocks":[{"address":...,"size":...,
+ * "requested_size":...,"state":"active_allocated"|
+ * "active_pending_free"|"inactive"}]}]}]}.  Also the snapshot_json op.
+ */
+int alloy_cuda_caching_snapshot_json(struct alloy_allocator *a,
+				     void (*write)(void *arg, const char *s),
+				     void *arg);
+
+/* ---- the simulated device ---------------------------------------------- */
+
+/*
+ * A simulated CUDA device on host memory: device memory up to a capacity
+ * (allocations beyond it fail as cudaMalloc would), streams and events.
+ * Work on a stream completes at once unless the stream is held: then
+ * events recorded on it stay pending until the stream is released or
+ * completed, or the device (or that event) is synchronised.  Copies move
+ * the bytes at once.
+ */
+struct alloy_cuda_sim;
+
+/* Calls the simulated device has served (for tests and benchmarks). */
+struct alloy_cuda_sim_counts {
+	uint64_t dev_mallocs;
+	uint64_t dev_frees;
+	uint64_t host_mallocs;
+	uint64_t host_frees;
+	uint64_t event_records;
+	uint64_t event_queries;
+	uint64_t syncs; /* device, stream and event synchronisations */
+	uint64_t copies;
+	size_t dev_bytes_in_use;
+	size_t host_bytes_in_use;
+};
+
+int alloy_cuda_sim_create(size_t capacity, struct alloy_cuda_sim **out);
+int alloy_cuda_sim_set_capacity(struct alloy_cuda_sim *sim, size_t capacity);
+/* A new stream of the simulated device (never freed before the sim). */
+int alloy_cuda_sim_stream_create(struct alloy_cuda_sim *sim, void **stream);
+/* Hold (true) or release (false) the completion of work on a stream. */
+int alloy_cuda_sim_hold(struct alloy_cuda_sim *sim, void *stream, bool hold);
+/* Complete everything queued on a stream so far, even if it is held. */
+int alloy_cuda_sim_complete(struct alloy_cuda_sim *sim, void *stream);
+int alloy_cuda_sim_counts(struct alloy_cuda_sim *sim,
+			  struct alloy_cuda_sim_counts *out);
+
+/*
+ * Register a caching / pinned host allocator on sim under name (device
+ * type cuda / cuda_host).  cuda_caching_sim and cuda_host_sim are
+ * registered at start-up over one shared simulator of 16 GiB
+ * (option cuda_caching_sim.capacity:SIZE changes it).
+ */
+int alloy_cuda_caching_register_sim(struct alloy_cuda_sim *sim,
+				    const char *name,
+				    struct alloy_allocator **out);
+int alloy_cuda_host_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				 struct alloy_allocator **out);
+int alloy_cuda_plain_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				  struct alloy_allocator **out);
+
+/* The simulator under an allocator registered above, or NULL. */
+struct alloy_cuda_sim *alloy_cuda_sim_of(struct alloy_allocator *a);
+
+/* The simulator behind the built-in cuda_caching_sim / cuda_host_sim. */
+struct alloy_cuda_sim *alloy_cuda_sim_builtin(void);
+
+/*
+ * Register the device context of sim for device type cuda (for tests and
+ * tools on machines without a GPU; the alloy_cuda module registers the
+ * real one).  -EEXIST when cuda already has a context.
+ */
+int alloy_cuda_sim_register_context(struct alloy_cuda_sim *sim);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ALLOY_CUDA_H */

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tensor/syncedmem.c - SyncedMemory: one buffer, a host and a device copy,
+ * and a head saying which is current (see alloy/syncedmem.h).
+ *
+ * The state machine is Caffe's: to_cpu() and to_gpu() bring their side up
+ * to date (allocating zero-filled memory on first touch, copying when the
+ * other side is ahead) and the accessors move the head.  Both copies are
+ * DataPtrs, so each returns to the allocator that made it whatever the
+ * defaults are by the time the memory is destroyed.
+ */
+#include <stdlib.h>
+
+#include "core/internal.h"
+
+struct alloy_syncedmem {
+	size_t size;
+	int device; /* CUDA device index */
+	enum alloy_synced_head head;
+	struct alloy_data_ptr cpu; /* wrapped without deleter when not owned */
+	struct alloy_data_ptr gpu;
+};
+
+int alloy_syncedmem_create(size_t size, int device, struct alloy_syncedmem **out)
+{
+	struct alloy_syncedmem *m;
+
+	ALLOY_ENFORCE(out, -EINVAL, "out is NULL");
+	ALLOY_ENFORCE(device >= 0, -EINVAL, "device %d is negative", device);
+	m = calloc(1, sizeof(*m));
+	ALLOY_ENFORCE(m, -ENOMEM, "no memory for a SyncedMemory");
+	m->size = size;
+	m->device = device;
+	*out = m;
+	return 0;
+}
+
+void alloy_syncedmem_destroy(struct alloy_syncedmem *m)
+{
+	if (!m)
+		return;
+	alloy_data_ptr_free(&m->cpu);
+	alloy_data_ptr_free(&m->gpu);
+	free(m);
+}
+
+size_t alloy_syncedmem_size(const struct alloy_syncedmem *m)
+{
+	return m ? m->size : 0;
+}
+
+enum alloy_synced_head alloy_syncedmem_head(const struct alloy_syncedmem *m)
+{
+	return m ? m->head : ALLOY_SYNCED_UNINITIALIZED;
+}
+
+int alloy_syncedmem_host_type(const struct alloy_syncedmem *m)
+{
+	return m && m->cpu.ptr ? m->cpu.device.type : ALLOY_DEVICE_CPU;
+}
+
+static struct alloy_device gpu_dev(const struct alloy_syncedmem *m)
+{
+	return (struct alloy_device){ ALLOY_DEVICE_CUDA, (int16_t)m->device };
+}
+
+/* Host memory: pinned when a cuda_host default is set, so copies overlap. */
+static int alloc_host(struct alloy_syncedmem *m)
+{
+	int type = alloy_get_default(ALLOY_DEVICE_CUDA_HOST) ?
+			   ALLOY_DEVICE_CUDA_HOST : ALLOY_DEVICE_CPU;
+
+	return alloy_alloc_default(type, m->size, ALLOY_ALLOC_ZERO, &m->cpu);
+}
+
+static int alloc_gpu(struct alloy_syncedmem *m, unsigned flags)
+{
+	int prev = alloy_cuda_current_device();
+	int rc = alloy_cuda_set_device(m->device);
+
+	if (!rc)
+		rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, m->size, flags, &m->gpu);
+	alloy_cuda_set_device(prev);
+	if (!rc)
+		m->gpu.device = gpu_dev(m);
+	return rc;
+}
+
+static int to_cpu(struct alloy_syncedmem *m)
+{
+	int rc;
+
+	switch (m->head) {
+	case ALLOY_SYNCED_UNINITIALIZED:
+		rc = alloc_host(m);
+		if (rc)
+			return rc;
+		m->head = ALLOY_SYNCED_HEAD_AT_CPU;
+		return 0;
+	case ALLOY_SYNCED_HEAD_AT_GPU:
+		if (!m->cpu.ptr && m->size) {
+			rc = alloc_host(m);
+			if (rc)
+				return rc;
+		}
+		/* Pinned or not, the host copy is host memory to the context. */
+		rc = alloy_copy_bytes(m->size, m->gpu.ptr, gpu_dev(m), m->cpu.ptr,
+				      ALLOY_CPU);
+		if (rc)
+			return rc;
+		m->head = ALLOY_SYNCED_SYNCED;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int to_gpu(struct alloy_syncedmem *m)
+{
+	int rc;
+
+	switch (m->head) {
+	case ALLOY_SYNCED_UNINITIALIZED:
+		rc = alloc_gpu(m, ALLOY_ALLOC_ZERO);
+		if (rc)
+			return rc;
+		m->head = ALLOY_SYNCED_HEAD_AT_GPU;
+		return 0;
+	case ALLOY_SYNCED_HEAD_AT_CPU:
+		if (!m->gpu.ptr && m->size) {
+			rc = alloc_gpu(m, 0);
+			if (rc)
+				return rc;
+		}
+		rc = alloy_copy_bytes(m->size, m->cpu.ptr, ALLOY_CPU, m->gpu.ptr,
+				      gpu_dev(m));
+		if (rc)
+			return rc;
+		m->head = ALLOY_SYNCED_SYNCED;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+const void *alloy_syncedmem_cpu_data(struct alloy_syncedmem *m)
+{
+	if (!m) {
+		alloy__error(-EINVAL, __func__, "m is NULL");
+		return NULL;
+	}
+	return to_cpu(m) ? NULL : m->cpu.ptr;
+}
+
+const void *alloy_syncedmem_gpu_data(struct alloy_syncedmem *m)
+{
+	if (!m) {
+		alloy__error(-EINVAL, __func__, "m is NULL");
+		return NULL;
+	}
+	return to_gpu(m) ? NULL : m->gpu.ptr;
+}
+
+void *alloy_syncedmem_mutable_cpu_data(struct alloy_syncedmem *m)
+{
+	if (!m) {
+		alloy__error(-EINVAL, __func__, "m is NULL");
+		return NULL;
+	}
+	if (to_cpu(m))
+		return NULL;
+	m->head = ALLOY_SYNCED_HEAD_AT_CPU;
+	return m->cpu.ptr;
+}
+
+void *alloy_syncedmem_mutable_gpu_data(struct alloy_syncedmem *m)
+{
+	if (!m) {
+		alloy__error(-EINVAL, __func__, "m is NULL");
+		return NULL;
+	}
+	if (to_gpu(m))
+		return NULL;
+	m->head = ALLOY_SYNCED_HEAD_AT_GPU;
+	return m->gpu.ptr;
+}
+
+int alloy_syncedmem_set_cpu_data(struct alloy_syncedmem *m, void *data)
+{
+	ALLOY_ENFORCE(m && data, -EINVAL, "%s is NULL", m ? "data" : "m");
+	alloy_data_ptr_free(&m->cpu);
+	m->cpu = alloy_data_ptr_wrap(data, m->size, ALLOY_CPU, NULL, NULL);
+	m->head = ALLOY_SYNCED_HEAD_AT_CPU;
+	return 0;
+}
+
+int alloy_syncedmem_set_gpu_data(struct alloy_syncedmem *m, void *data)
+{
+	ALLOY_ENFORCE(m && data, -EINVAL, "%s is NULL", m ? "data" : "m");
+	alloy_data_ptr_free(&m->gpu);
+	m->gpu = alloy_data_ptr_wrap(data, m->size, gpu_dev(m), NULL, NULL);
+	m->head = ALLOY_SYNCED_HEAD_AT_GPU;
+	return 0;
+}
+
+int alloy_syncedmem_async_gpu_push(struct alloy_syncedmem *m, void *stream)
+{
+	int rc;
+
+	ALLOY_ENFORCE(m, -EINVAL, "m is NULL");
+	ALLOY_ENFORCE(m->head == ALLOY_SYNCED_HEAD_AT_CPU, -EINVAL,
+		      "head is %d, not HEAD_AT_CPU (%d): nothing to push",
+		      m->head, ALLOY_SYNCED_HEAD_AT_CPU);
+	if (!m->gpu.ptr && m->size) {
+		rc = alloc_gpu(m, 0);
+		if (rc)
+			return rc;
+	}
+	rc = alloy_copy_bytes_async(m->size, m->cpu.ptr, ALLOY_CPU, m->gpu.ptr,
+				    gpu_dev(m), stream);
+	if (rc)
+		return rc;
+	/* The device block is in use on stream: a free must wait for it. */
+	if (stream && alloy_data_ptr_allocator(&m->gpu))
+		alloy_cuda_record_stream(&m->gpu, stream);
+	m->head = ALLOY_SYNCED_SYNCED;
+	return 0;
+}

@@ -1,0 +1,732 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/test_cuda_caching.c - the CUDA caching allocator's policy on the
+ * simulated device: rounding and pools, best fit, split and merge, reuse
+ * per stream with record_stream, empty_cache, the options, out-of-memory
+ * (retry after freeing the cache, after synchronising, then a message
+ * with the figures), and statistics that equal the sums over a snapshot.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+static struct alloy_cuda_sim *sim;
+
+/* A caching allocator on a fresh simulated device of cap bytes. */
+static struct alloy_allocator *fresh(size_t cap)
+{
+	struct alloy_allocator *a;
+
+	ck_assert_ok(alloy_cuda_sim_create(cap, &sim));
+	ck_assert_ok(alloy_cuda_caching_register_sim(sim, "cc_test", &a));
+	return a;
+}
+
+static struct alloy_cuda_stats stats(struct alloy_allocator *a)
+{
+	struct alloy_cuda_stats st = { .size = sizeof(st),
+				       .version = ALLOY_CUDA_STATS_VERSION };
+
+	ck_assert_ok(alloy_cuda_caching_stats(a, 0, &st));
+	return st;
+}
+
+static void *get(struct alloy_allocator *a, size_t size, struct alloy_data_ptr *dp)
+{
+	ck_assert_ok(alloy_alloc(a, size, 0, 0, dp));
+	return dp->ptr;
+}
+
+START_TEST(sizes_round_to_512_and_pools_split_at_1MiB)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr d1, d2, d3, d4;
+	struct alloy_cuda_stats st;
+
+	get(a, 1, &d1);
+	ck_assert_uint_eq(alloy_allocator_usable_size(a, d1.ptr, 1), 512);
+	get(a, 1000, &d2);
+	ck_assert_uint_eq(alloy_allocator_usable_size(a, d2.ptr, 1000), 1024);
+	st = stats(a);
+	/* Both small: one 2 MiB segment. */
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_SMALL].current, 1);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_SMALL].current, 2 * MiB);
+	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_SMALL].current, 1536);
+	ck_assert_int_eq(st.requested_bytes[ALLOY_CUDA_POOL_ALL].current, 1001);
+	/* 10 MiB and more: its own segment rounded to 2 MiB. */
+	get(a, 11 * MiB + 1, &d4);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current, 12 * MiB);
+	/* Just above 1 MiB: large pool, a 20 MiB segment (the rest of the
+	 * 12 MiB one, under 1 MiB, was not split off). */
+	get(a, MiB + 1, &d3);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 (20 + 12) * MiB);
+	ck_assert_int_eq(st.num_device_alloc, 3);
+	ck_assert_uint_eq((uintptr_t)d1.ptr % 512, 0);
+	ck_assert_uint_eq((uintptr_t)d2.ptr % 512, 0);
+	alloy_data_ptr_free(&d1);
+	alloy_data_ptr_free(&d2);
+	alloy_data_ptr_free(&d3);
+	alloy_data_ptr_free(&d4);
+	st = stats(a);
+	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 34 * MiB);
+}
+END_TEST
+
+START_TEST(steady_state_makes_no_device_calls)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	static const size_t sizes[] = { 100, 4096, 300 * KiB, 3 * MiB, 64 * MiB };
+	struct alloy_data_ptr dp[5];
+	struct alloy_cuda_sim_counts c0, c1;
+
+	for (int it = 0; it < 50; it++) {
+		if (it == 1)
+			ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+		for (int i = 0; i < 5; i++)
+			get(a, sizes[i], &dp[i]);
+		for (int i = 0; i < 5; i++)
+			alloy_data_ptr_free(&dp[i]);
+	}
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_mallocs, c0.dev_mallocs);
+	ck_assert_uint_eq(c1.dev_frees, 0);
+	ck_assert_int_eq(stats(a).num_device_alloc, 3);
+}
+END_TEST
+
+START_TEST(best_fit_takes_the_smallest_hole)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr dp[7], x;
+	static const size_t sizes[] = { 4 * KiB, 1 * KiB, 16 * KiB, 1 * KiB,
+					8 * KiB, 1 * KiB, 12 * KiB };
+
+	/* One segment: holes of 4, 16, 8 and 12 KiB between 1 KiB blocks. */
+	for (int i = 0; i < 7; i++)
+		get(a, sizes[i], &dp[i]);
+	for (int i = 1; i < 7; i++)
+		ck_assert_ptr_eq((char *)dp[i - 1].ptr + sizes[i - 1], dp[i].ptr);
+	void *hole8 = dp[4].ptr, *hole12 = dp[6].ptr;
+
+	alloy_data_ptr_free(&dp[0]);
+	alloy_data_ptr_free(&dp[2]);
+	alloy_data_ptr_free(&dp[4]);
+	alloy_data_ptr_free(&dp[6]); /* merges with the segment's tail */
+	(void)hole12;
+	get(a, 6 * KiB, &x);
+	ck_assert_ptr_eq(x.ptr, hole8);
+	alloy_data_ptr_free(&x);
+	for (int i = 1; i < 7; i += 2)
+		alloy_data_ptr_free(&dp[i]);
+}
+END_TEST
+
+static int count_blocks(const struct alloy_cuda_block_info *b, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+START_TEST(split_blocks_merge_back_when_freed)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x, y, z;
+	struct alloy_cuda_stats st;
+	int n = 0;
+
+	get(a, 10 * KiB, &x);
+	get(a, 10 * KiB, &y);
+	get(a, 10 * KiB, &z);
+	st = stats(a);
+	/* x, y, z and the rest of the segment. */
+	ck_assert_int_eq(st.inactive_split[ALLOY_CUDA_POOL_ALL].current, 1);
+	ck_assert_int_eq(st.inactive_split_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 2 * MiB - 30 * KiB);
+	alloy_data_ptr_free(&y);
+	st = stats(a);
+	ck_assert_int_eq(st.inactive_split[ALLOY_CUDA_POOL_ALL].current, 2);
+	alloy_data_ptr_free(&x); /* merges with y's hole */
+	st = stats(a);
+	ck_assert_int_eq(st.inactive_split[ALLOY_CUDA_POOL_ALL].current, 2);
+	ck_assert_int_eq(st.inactive_split_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 2 * MiB - 10 * KiB);
+	alloy_data_ptr_free(&z); /* everything merges: one free block */
+	st = stats(a);
+	ck_assert_int_eq(st.inactive_split[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_int_eq(st.inactive_split_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_ok(alloy_cuda_caching_foreach_block(a, count_blocks, &n));
+	ck_assert_int_eq(n, 1);
+}
+END_TEST
+
+START_TEST(blocks_are_reused_per_stream)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x, y;
+	void *s1, *p;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	p = get(a, 64 * KiB, &x);
+	alloy_data_ptr_free(&x);
+	/* Another stream never gets the default stream's cached block... */
+	alloy_cuda_set_stream(s1);
+	get(a, 64 * KiB, &y);
+	ck_assert_ptr_ne(y.ptr, p);
+	alloy_data_ptr_free(&y);
+	/* ...while its own stream does. */
+	alloy_cuda_set_stream(NULL);
+	get(a, 64 * KiB, &x);
+	ck_assert_ptr_eq(x.ptr, p);
+	alloy_data_ptr_free(&x);
+	ck_assert_int_eq(stats(a).segment[ALLOY_CUDA_POOL_ALL].current, 2);
+}
+END_TEST
+
+START_TEST(record_stream_delays_reuse_until_the_work_is_done)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x, y, z;
+	struct alloy_cuda_stats st;
+	void *s1, *p;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	p = get(a, 256 * KiB, &x);
+	ck_assert_ok(alloy_cuda_record_stream(&x, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true)); /* s1's work runs */
+	alloy_data_ptr_free(&x);
+	st = stats(a);
+	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_int_eq(st.active_bytes[ALLOY_CUDA_POOL_ALL].current, 256 * KiB);
+	get(a, 256 * KiB, &y);
+	ck_assert_ptr_ne(y.ptr, p);
+	/* The copy on s1 finishes: the block comes back. */
+	ck_assert_ok(alloy_cuda_sim_complete(sim, s1));
+	get(a, 256 * KiB, &z);
+	ck_assert_ptr_eq(z.ptr, p);
+	alloy_data_ptr_free(&y);
+	alloy_data_ptr_free(&z);
+	st = stats(a);
+	ck_assert_int_eq(st.active_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+}
+END_TEST
+
+START_TEST(free_async_on_another_stream_waits_for_it)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	void *s1, *p, *q;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	p = ops->alloc_async(ctx, 4096, 0, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ops->free_async(ctx, p, 4096, 0, s1);
+	q = ops->alloc_async(ctx, 4096, 0, 0, NULL);
+	ck_assert_ptr_ne(q, p);
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, false));
+	ops->free(ctx, q, 4096, 0);
+	q = ops->alloc_async(ctx, 4096, 0, 0, NULL);
+	ck_assert_ptr_eq(q, p);
+	ops->free(ctx, q, 4096, 0);
+}
+END_TEST
+
+START_TEST(empty_cache_returns_every_unused_segment)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x, y, keep;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_cuda_stats st;
+
+	get(a, 100, &keep);
+	get(a, 5 * MiB, &x);
+	get(a, 50 * MiB, &y);
+	alloy_data_ptr_free(&x);
+	alloy_data_ptr_free(&y);
+	ck_assert_int_eq(alloy_cuda_caching_empty_cache(a), (20 + 50) * MiB);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 2 * MiB);
+	ck_assert_int_eq(st.num_device_free, 2);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_bytes_in_use, 2 * MiB);
+	alloy_data_ptr_free(&keep);
+	ck_assert_int_eq(alloy_allocator_trim(a), 2 * MiB);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
+	ck_assert_int_eq(stats(a).reserved_bytes[ALLOY_CUDA_POOL_ALL].peak, 72 * MiB);
+}
+END_TEST
+
+START_TEST(out_of_memory_frees_the_cache_and_retries)
+{
+	struct alloy_allocator *a = fresh(32 * MiB);
+	struct alloy_data_ptr x;
+	struct alloy_cuda_stats st;
+
+	get(a, 12 * MiB, &x);
+	alloy_data_ptr_free(&x); /* cached: 12 of 32 MiB reserved, too small */
+	get(a, 24 * MiB, &x);    /* only fits once the cache is released */
+	st = stats(a);
+	ck_assert_int_eq(st.num_alloc_retries, 1);
+	ck_assert_int_eq(st.num_ooms, 0);
+	ck_assert_int_eq(st.num_device_free, 1);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 24 * MiB);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(out_of_memory_synchronizes_pending_frees_and_retries)
+{
+	struct alloy_allocator *a = fresh(32 * MiB);
+	struct alloy_data_ptr x;
+	struct alloy_cuda_stats st;
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	get(a, 12 * MiB, &x);
+	ck_assert_ok(alloy_cuda_record_stream(&x, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	alloy_data_ptr_free(&x); /* pending on s1's work */
+	get(a, 24 * MiB, &x);
+	st = stats(a);
+	ck_assert_int_eq(st.num_alloc_retries, 1);
+	ck_assert_int_ge(st.num_sync_all_streams, 1);
+	ck_assert_int_eq(st.num_ooms, 0);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(out_of_memory_message_gives_the_figures)
+{
+	struct alloy_allocator *a = fresh(64 * MiB);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	struct alloy_data_ptr small[3], big, none;
+	struct alloy_cuda_stats st;
+	const char *msg;
+	void *p;
+
+	/* Fragment: 3 blocks in one 20 MiB segment, the middle one freed. */
+	for (int i = 0; i < 3; i++)
+		get(a, 6 * MiB, &small[i]);
+	get(a, 40 * MiB, &big);
+	alloy_data_ptr_free(&small[1]);
+	p = ops->alloc(alloy_allocator_ctx(a), 30 * MiB, 0, 0);
+	ck_assert_ptr_null(p);
+	msg = alloy_last_error();
+	ck_assert_msg(strstr(msg, "cc_test: out of memory: tried to allocate 30.00 MiB"),
+		      "%s", msg);
+	ck_assert_msg(strstr(msg, "device total 64.00 MiB, free 4.00 MiB"), "%s", msg);
+	ck_assert_msg(strstr(msg, "allocated 52.00 MiB"), "%s", msg);
+	ck_assert_msg(strstr(msg, "reserved but unallocated 8.00 MiB"), "%s", msg);
+	ck_assert_msg(strstr(msg, "largest free block 6.00 MiB"), "%s", msg);
+	st = stats(a);
+	ck_assert_int_eq(st.num_ooms, 1);
+	/* Through the registry too: NULL DataPtr and -ENOMEM, no crash. */
+	ck_assert_int_eq(alloy_alloc(a, 30 * MiB, 0, 0, &none), -ENOMEM);
+	ck_assert_ptr_null(none.ptr);
+	for (int i = 0; i < 3; i++)
+		alloy_data_ptr_free(&small[i]);
+	alloy_data_ptr_free(&big);
+}
+END_TEST
+
+START_TEST(max_split_size_keeps_big_blocks_whole)
+{
+	struct alloy_allocator *a;
+	struct alloy_data_ptr x, y;
+	struct alloy_cuda_stats st;
+	void *p;
+
+	test_set_conf("cuda_caching_sim.max_split_size:64M");
+	a = alloy_find_allocator("cuda_caching_sim");
+	ck_assert_ptr_nonnull(a);
+	st = stats(a);
+	ck_assert_uint_eq(st.max_split_size, 64 * MiB);
+	p = get(a, 100 * MiB, &x);
+	ck_assert_int_eq(stats(a).oversize_allocations.current, 1);
+	ck_assert_int_eq(stats(a).oversize_segments.current, 1);
+	alloy_data_ptr_free(&x);
+	/* A 30 MiB request may not split the 100 MiB block. */
+	get(a, 30 * MiB, &y);
+	ck_assert_ptr_ne(y.ptr, p);
+	alloy_data_ptr_free(&y);
+	/* 90 MiB is close enough (within 20 MiB) to take it whole. */
+	get(a, 90 * MiB, &y);
+	ck_assert_ptr_eq(y.ptr, p);
+	ck_assert_uint_eq(alloy_allocator_usable_size(a, y.ptr, 90 * MiB), 100 * MiB);
+	alloy_data_ptr_free(&y);
+	ck_assert_int_eq(stats(a).num_device_alloc, 2);
+}
+END_TEST
+
+START_TEST(bad_options_are_refused_with_clear_errors)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+
+	ck_assert_int_eq(ops->set_option(ctx, "max_split_size", "1M"), -ERANGE);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "max_split_size \"1M\""));
+	ck_assert_int_eq(ops->set_option(ctx, "roundup_power2_divisions", "3"), -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "garbage_collection_threshold", "1.0"),
+			 -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "garbage_collection_threshold", "x"),
+			 -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "memory_fraction", "0"), -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "memory_fraction", "1.5"), -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "no_such_thing", "1"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "unknown option \"no_such_thing\""));
+	ck_assert_ok(ops->set_option(ctx, "memory_fraction", "1"));
+	ck_assert_ok(ops->set_option(ctx, "max_split_size", "unlimited"));
+}
+END_TEST
+
+START_TEST(bad_option_in_conf_is_reported_and_ignored)
+{
+	struct alloy_allocator *a;
+
+	test_set_conf("cuda_caching_sim.max_split_size:5M");
+	ck_assert_int_ge(alloy_init(), 1);
+	ck_assert_ptr_nonnull(strstr(alloy_conf_error(0), "max_split_size"));
+	a = alloy_find_allocator("cuda_caching_sim");
+	ck_assert_uint_eq(stats(a).max_split_size, 0); /* unlimited */
+}
+END_TEST
+
+START_TEST(roundup_power2_divisions_rounds_to_a_division)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	struct alloy_data_ptr x;
+	size_t size = 1258291; /* 1.2 MiB: between 1 and 2 MiB, steps of 256K */
+
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a),
+				     "roundup_power2_divisions", "4"));
+	get(a, size, &x);
+	ck_assert_uint_eq(alloy_allocator_usable_size(a, x.ptr, size), 1310720);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(memory_fraction_limits_what_is_reserved)
+{
+	struct alloy_allocator *a = fresh(64 * MiB);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	struct alloy_data_ptr x;
+
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "memory_fraction", "0.5"));
+	ck_assert_int_eq(alloy_alloc(a, 40 * MiB, 0, 0, &x), -ENOMEM);
+	ck_assert_int_eq(stats(a).num_ooms, 1);
+	ck_assert_int_eq(stats(a).num_device_alloc, 0);
+	get(a, 30 * MiB, &x);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(garbage_collection_releases_the_oldest_unused_segments)
+{
+	struct alloy_allocator *a = fresh(100 * MiB);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	struct alloy_data_ptr x, y;
+	struct alloy_cuda_stats st;
+	void *p32;
+
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a),
+				     "garbage_collection_threshold", "0.5"));
+	get(a, 30 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	p32 = get(a, 32 * MiB, &y);
+	alloy_data_ptr_free(&y); /* 62 MiB cached, above 50 */
+	get(a, 34 * MiB, &x);    /* GC frees the 30 MiB one (older) only */
+	st = stats(a);
+	ck_assert_int_eq(st.num_device_free, 1);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 66 * MiB);
+	alloy_data_ptr_free(&x);
+	get(a, 32 * MiB, &y);
+	ck_assert_ptr_eq(y.ptr, p32);
+	alloy_data_ptr_free(&y);
+}
+END_TEST
+
+START_TEST(zero_flag_zeroes_reused_blocks)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x;
+	unsigned char *p;
+
+	p = get(a, 8192, &x);
+	memset(p, 0xff, 8192);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_alloc(a, 8192, 0, ALLOY_ALLOC_ZERO, &x));
+	ck_assert_ptr_eq(x.ptr, p);
+	for (int i = 0; i < 8192; i++)
+		ck_assert_uint_eq(p[i], 0);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(bad_requests_fail_cleanly)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	struct alloy_data_ptr x;
+	int dummy;
+
+	ck_assert_int_eq(alloy_alloc(a, 100, 4096, 0, &x), -ENOMEM);
+	ck_assert_ptr_null(ops->alloc(alloy_allocator_ctx(a), 100, 4096, 0));
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "alignment 4096"));
+	ops->free(alloy_allocator_ctx(a), &dummy, 4, 8);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "was not allocated here"));
+	ck_assert_int_eq(ops->record_stream(alloy_allocator_ctx(a), &dummy, NULL),
+			 -EINVAL);
+	ck_assert_ok(alloy_cuda_set_device(1));
+	ck_assert_ptr_null(ops->alloc(alloy_allocator_ctx(a), 100, 0, 0));
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "device 1 does not exist"));
+	ck_assert_int_eq(alloy_cuda_set_device(-1), -ENODEV);
+	ck_assert_int_eq(alloy_cuda_caching_stats(alloy_find_allocator("default"), 0,
+						  &(struct alloy_cuda_stats){ .size = 8 }),
+			 -EINVAL);
+}
+END_TEST
+
+/* ---- statistics equal the sums over the snapshot -------------------------- */
+
+struct sums {
+	int64_t allocation[3], segment[3], active[3], inactive_split[3];
+	int64_t allocated[3], reserved[3], active_bytes[3], split_bytes[3];
+	int64_t requested[3];
+};
+
+static void add(int64_t *v, int pool, int64_t d)
+{
+	v[ALLOY_CUDA_POOL_ALL] += d;
+	v[pool] += d;
+}
+
+static int sum_block(const struct alloy_cuda_block_info *b, void *arg)
+{
+	struct sums *s = arg;
+
+	if (b->segment_start) {
+		add(s->segment, b->pool, 1);
+		add(s->reserved, b->pool, (int64_t)b->segment_size);
+	}
+	if (b->state == ALLOY_CUDA_BLOCK_ACTIVE_ALLOCATED) {
+		add(s->allocation, b->pool, 1);
+		add(s->allocated, b->pool, (int64_t)b->size);
+		add(s->requested, b->pool, (int64_t)b->requested_size);
+	}
+	if (b->state != ALLOY_CUDA_BLOCK_INACTIVE) {
+		add(s->active, b->pool, 1);
+		add(s->active_bytes, b->pool, (int64_t)b->size);
+	} else if (b->size != b->segment_size) {
+		add(s->inactive_split, b->pool, 1);
+		add(s->split_bytes, b->pool, (int64_t)b->size);
+	}
+	return 0;
+}
+
+static void writer(void *arg, const char *str)
+{
+	FILE *f = arg;
+
+	fputs(str, f);
+}
+
+static void check_against_snapshot(struct alloy_allocator *a)
+{
+	struct alloy_cuda_stats st = stats(a);
+	struct sums s = { 0 };
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f;
+	int nblocks = 0, nstates = 0;
+
+	ck_assert_ok(alloy_cuda_caching_foreach_block(a, sum_block, &s));
+	for (int p = 0; p < ALLOY_CUDA_POOL_COUNT; p++) {
+		ck_assert_int_eq(st.allocation[p].current, s.allocation[p]);
+		ck_assert_int_eq(st.segment[p].current, s.segment[p]);
+		ck_assert_int_eq(st.active[p].current, s.active[p]);
+		ck_assert_int_eq(st.inactive_split[p].current, s.inactive_split[p]);
+		ck_assert_int_eq(st.allocated_bytes[p].current, s.allocated[p]);
+		ck_assert_int_eq(st.reserved_bytes[p].current, s.reserved[p]);
+		ck_assert_int_eq(st.active_bytes[p].current, s.active_bytes[p]);
+		ck_assert_int_eq(st.inactive_split_bytes[p].current, s.split_bytes[p]);
+		ck_assert_int_eq(st.requested_bytes[p].current, s.requested[p]);
+	}
+	/* The JSON shows the same blocks. */
+	f = open_memstream(&json, &len);
+	ck_assert_ok(alloy_cuda_caching_snapshot_json(a, writer, f));
+	fclose(f);
+	ck_assert_ok(alloy_cuda_caching_foreach_block(a, count_blocks, &nblocks));
+	for (const char *p = json; (p = strstr(p, "\"state\":")); p++)
+		nstates++;
+	ck_assert_int_eq(nstates, nblocks);
+	ck_assert_ptr_nonnull(strstr(json, "\"allocator\":\"cc_test\""));
+	free(json);
+}
+
+START_TEST(stats_equal_the_sums_over_the_snapshot)
+{
+	struct alloy_allocator *a = fresh(4ull << 30);
+	struct alloy_data_ptr live[64] = { 0 };
+	unsigned seed = 12345;
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	for (int step = 0; step < 3000; step++) {
+		int i = (int)((seed = seed * 1103515245 + 12345) >> 16) % 64;
+		unsigned r = (seed = seed * 1103515245 + 12345) >> 8;
+		size_t size;
+
+		if (live[i].ptr) {
+			if (r % 7 == 0)
+				ck_assert_ok(alloy_cuda_record_stream(&live[i], s1));
+			alloy_data_ptr_free(&live[i]);
+		} else {
+			switch (r % 4) {
+			case 0: size = 1 + r % 4096; break;
+			case 1: size = 1 + r % MiB; break;
+			case 2: size = MiB + r % (9 * MiB); break;
+			default: size = 10 * MiB + r % (30 * MiB); break;
+			}
+			ck_assert_ok(alloy_alloc(a, size, 0, 0, &live[i]));
+		}
+		if (step % 500 == 0)
+			ck_assert_ok(alloy_cuda_sim_complete(sim, s1));
+		if (step % 250 == 0)
+			check_against_snapshot(a);
+		if (step == 1500)
+			alloy_cuda_caching_empty_cache(a);
+	}
+	check_against_snapshot(a);
+	for (int i = 0; i < 64; i++)
+		alloy_data_ptr_free(&live[i]);
+	check_against_snapshot(a);
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, false));
+	alloy_cuda_caching_empty_cache(a);
+	check_against_snapshot(a);
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 0);
+}
+END_TEST
+
+START_TEST(peaks_reset_to_current)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x, y;
+
+	get(a, 30 * MiB, &x);
+	get(a, 4096, &y);
+	alloy_data_ptr_free(&x);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].peak, 30 * MiB + 4096);
+	ck_assert_ok(alloy_cuda_caching_reset_peaks(a, 0));
+	ck_assert_int_eq(stats(a).allocated_bytes[0].peak, 4096);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].allocated, 30 * MiB + 4096);
+	alloy_data_ptr_free(&y);
+}
+END_TEST
+
+START_TEST(registry_stats_come_from_the_allocator)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct alloy_data_ptr x;
+
+	get(a, 1000, &x);
+	ck_assert_ok(alloy_allocator_stats(a, &st));
+	ck_assert_uint_eq(st.allocated, 1024);
+	ck_assert_uint_eq(st.reserved, 2 * MiB);
+	ck_assert_uint_eq(st.num_system_allocs, 1);
+	ck_assert_uint_eq(st.num_allocs, 1);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(conf_selects_it_as_the_cuda_default)
+{
+	test_set_conf("cuda:cuda_caching_sim");
+	ck_assert_int_eq(alloy_init(), 0);
+	ck_assert_ptr_eq(alloy_get_default(ALLOY_DEVICE_CUDA),
+			 alloy_find_allocator("cuda_caching_sim"));
+	ck_assert_ptr_nonnull(alloy_cuda_sim_of(alloy_find_allocator("cuda_caching_sim")));
+	ck_assert_ptr_eq(alloy_cuda_sim_of(alloy_find_allocator("cuda_caching_sim")),
+			 alloy_cuda_sim_builtin());
+}
+END_TEST
+
+static void *thread_main(void *arg)
+{
+	struct alloy_allocator *a = arg;
+	struct alloy_data_ptr dp[8];
+
+	for (int it = 0; it < 2000; it++) {
+		for (int i = 0; i < 8; i++)
+			if (alloy_alloc(a, (size_t)(i + 1) * 3000 + (size_t)it, 0, 0, &dp[i]))
+				return (void *)1;
+		for (int i = 0; i < 8; i++)
+			alloy_data_ptr_free(&dp[i]);
+	}
+	return NULL;
+}
+
+START_TEST(threads_share_it_safely)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	pthread_t t[4];
+	void *ret;
+
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, a), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pthread_join(t[i], &ret), 0);
+		ck_assert_ptr_null(ret);
+	}
+	ck_assert_int_eq(stats(a).allocated_bytes[0].current, 0);
+	check_against_snapshot(a);
+}
+END_TEST
+
+Suite *suite_cuda_caching(void)
+{
+	Suite *s = suite_create("cuda_caching");
+	TCase *tc = tcase_create("cuda_caching");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, sizes_round_to_512_and_pools_split_at_1MiB);
+	tcase_add_test(tc, steady_state_makes_no_device_calls);
+	tcase_add_test(tc, best_fit_takes_the_smallest_hole);
+	tcase_add_test(tc, split_blocks_merge_back_when_freed);
+	tcase_add_test(tc, blocks_are_reused_per_stream);
+	tcase_add_test(tc, record_stream_delays_reuse_until_the_work_is_done);
+	tcase_add_test(tc, free_async_on_another_stream_waits_for_it);
+	tcase_add_test(tc, empty_cache_returns_every_unused_segment);
+	tcase_add_test(tc, out_of_memory_frees_the_cache_and_retries);
+	tcase_add_test(tc, out_of_memory_synchronizes_pending_frees_and_retries);
+	tcase_add_test(tc, out_of_memory_message_gives_the_figures);
+	tcase_add_test(tc, max_split_size_keeps_big_blocks_whole);
+	tcase_add_test(tc, bad_options_are_refused_with_clear_errors);
+	tcase_add_test(tc, bad_option_in_conf_is_reported_and_ignored);
+	tcase_add_test(tc, roundup_power2_divisions_rounds_to_a_division);
+	tcase_add_test(tc, memory_fraction_limits_what_is_reserved);
+	tcase_add_test(tc, garbage_collection_releases_the_oldest_unused_segments);
+	tcase_add_test(tc, zero_flag_zeroes_reused_blocks);
+	tcase_add_test(tc, bad_requests_fail_cleanly);
+	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);
+	tcase_add_test(tc, peaks_reset_to_current);
+	tcase_add_test(tc, registry_stats_come_from_the_allocator);
+	tcase_add_test(tc, conf_selects_it_as_the_cuda_default);
+	tcase_add_test(tc, threads_share_it_safely);
+	suite_add_tcase(s, tc);
+	return s;
+}
