@@ -4,6 +4,9 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev)
+# Headless Chromium renders the timeline for scripts/check-timeline.sh;
+# ALLOY_DEPS_MINIMAL=1 leaves it out.
+[ -n "${ALLOY_DEPS_MINIMAL:-}" ] || pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
