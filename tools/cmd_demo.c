@@ -285,19 +285,23 @@ static int iteration(struct alloy_workspace *ws, int it)
 
 /* ---- the summary ---------------------------------------------------- */
 
+/* The registry's own counts, one line per allocator. */
 static int stats_line(struct alloy_allocator *a, void *arg)
 {
 	struct alloy_allocator_stats st = { .size = sizeof(st),
 					    .version = ALLOY_STATS_VERSION };
+	int type = alloy_allocator_device_type(a);
 
 	(void)arg;
-	if (alloy_allocator_stats(a, &st) || st.num_allocs == 0)
+	if (alloy_allocator_stats(a, &st))
 		return 0;
-	printf("  %-14s %-10s %10llu allocs %10llu frees %8lld live blocks\n",
-	       alloy_allocator_name(a),
-	       alloy_device_type_name(alloy_allocator_device_type(a)),
+	printf("  %-16s %-10s %8llu allocs %8llu frees %6lld live blocks",
+	       alloy_allocator_name(a), alloy_device_type_name(type),
 	       (unsigned long long)st.num_allocs,
 	       (unsigned long long)st.num_frees, alloy_allocator_live_blocks(a));
+	if (alloy_get_default(type) == a)
+		printf("  (%s default)", alloy_device_type_name(type));
+	printf("\n");
 	return 0;
 }
 
@@ -355,10 +359,9 @@ static int run_demo(int argc, char **argv)
 	alloy_workspace_free(ws);
 
 	printf("summary after freeing the workspace:\n");
+	alloy_foreach_allocator(stats_line, NULL);
 	if (reporting)
 		alloy_reporter_print(to_stdout, NULL, ALLOY_REPORT_TEXT, false);
-	else
-		alloy_foreach_allocator(stats_line, NULL);
 	return 0;
 
 out_error:
