@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * allocators/mimalloc.c - the "mimalloc" module: CPU memory from
- * mimalloc's own API (mi_malloc_aligned / mi_free_size_aligned), never
+ * mimalloc's own API (mi_malloc_aligned / mi_free_size), never
  * from its malloc.
  *
  * Loaded with RTLD_LOCAL, libmimalloc's malloc/free do not interpose on
@@ -28,7 +28,8 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
-	mi_free_size_aligned(ptr, size, align);
+	(void)align;
+	mi_free_size(ptr, size);
 }
 
 static void *mi_alloy_realloc(void *ctx, void *ptr, size_t old_size,
@@ -95,7 +96,7 @@ static const struct alloy_plugin_descriptor mi_descriptor = {
 	.abi_minor = ALLOY_ABI_MINOR,
 	.struct_size = sizeof(struct alloy_plugin_descriptor),
 	.name = "mimalloc",
-	.description = "mimalloc through mi_malloc_aligned/mi_free_size_aligned",
+	.description = "mimalloc through mi_malloc_aligned/mi_free_size",
 	.allocators = mi_allocators,
 	.nallocators = 1,
 };

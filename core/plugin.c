@@ -112,10 +112,18 @@ static int explain_dlopen(const char *path, const char *why)
 		return alloy__error(-ENOEXEC, LOAD,
 				    "%s: not a shared object (no ELF header): %s",
 				    path, why);
-	if (strstr(why, "static TLS"))
+	if (strstr(why, "static TLS")) {
+		/* dlerror says "<library path>: cannot allocate memory in ..." */
+		const char *end = strstr(why, ": ");
+		const char *lib = why;
+
+		for (const char *c = why; end && c < end; c++)
+			if (*c == '/')
+				lib = c + 1;
 		return alloy__error(-ENOEXEC, LOAD,
-				    "%s: %s; a library it needs uses initial-exec TLS and must be loaded at process start: link the program with -Wl,--no-as-needed,-lc,-ljemalloc (libc first, so jemalloc does not become the process's malloc) or run it with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 (docs/PLUGINS.md)",
-				    path, why);
+				    "%s: %s; that library must be loaded at process start: link the program with -Wl,--no-as-needed,-lc,-l:%.*s,--as-needed (libc first, so it does not become the process's malloc) or run it with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 (docs/PLUGINS.md)",
+				    path, why, end ? (int)(end - lib) : 0, lib);
+	}
 	return alloy__error(-ENOEXEC, LOAD,
 			    "%s: the dynamic loader refused it: %s", path, why);
 }

@@ -38,8 +38,8 @@ for m in jemalloc mimalloc; do
 	ALLOY_CONF=cpu:$m "$ALLOY" demo >"$out" 2>"$err"
 	check "cpu:$m demo exits 0" '[ $? -eq 0 ]'
 	check "cpu:$m demo is served by $m" "grep -q 'served by \"$m\"' \"\$out\""
-	check "cpu:$m summary shows $m as the default" \
-		"grep -E '^ +$m +cpu .*\\(cpu default\\)' \"\$out\" >/dev/null"
+	check "cpu:$m summary has a row for $m" \
+		"grep -E '^ *$m +cpu' \"\$out\" >/dev/null"
 	check "cpu:$m prints nothing on stderr" '[ ! -s "$err" ]'
 	ALLOY_CONF=cpu:$m "$ALLOY" list >"$out" 2>"$err"
 	check "list shows $m's module path as origin" \
@@ -63,6 +63,33 @@ check "... and is one clear stderr line" \
 ALLOY_CONF=cpu:nosuch "$ALLOY" demo >"$out" 2>"$err"
 check "an unknown allocator falls back to default" "grep -q 'served by \"default\"' \"\$out\""
 check "... saying where it looked" "grep -q 'no alloy_nosuch.so in' \"\$err\""
+
+# liballoy loaded late (as Python would): the jemalloc module cannot come,
+# and the error says how to fix it; the process goes on with mimalloc.
+if have jemalloc && command -v python3 >/dev/null; then
+	python3 - "$top/.libs/liballoy.so" >"$out" 2>"$err" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.alloy_request_allocator.restype = ctypes.c_void_p
+lib.alloy_last_error.restype = ctypes.c_char_p
+print("jemalloc:", "loaded" if lib.alloy_request_allocator(b"jemalloc")
+      else lib.alloy_last_error().decode())
+PY
+	check "late-loaded liballoy: jemalloc refused with the fix" \
+		"grep -q 'static TLS block; that library must be loaded at process start: link the program with -Wl,--no-as-needed,-lc,-l:libjemalloc.so.2,--as-needed' \"\$out\""
+	check "... or the tunable" \
+		"grep -q 'GLIBC_TUNABLES=glibc.rtld.optional_static_tls=' \"\$out\""
+	GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 python3 - \
+		"$top/.libs/liballoy.so" >"$out" 2>"$err" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.alloy_request_allocator.restype = ctypes.c_void_p
+print("jemalloc:", "loaded" if lib.alloy_request_allocator(b"jemalloc") else "no")
+PY
+	check "... and the tunable works" "grep -q 'jemalloc: loaded' \"\$out\""
+else
+	echo "skipped: late-load check (no jemalloc module or no python3)"
+fi
 
 echo "test_modules: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

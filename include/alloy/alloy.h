@@ -12,6 +12,7 @@
 #include <alloy/registry.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>
+#include <alloy/plugin.h>
 #include <alloy/cuda.h>
 #include <alloy/syncedmem.h>
 #include <alloy/plugin.h>
