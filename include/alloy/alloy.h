@@ -12,9 +12,9 @@
 #include <alloy/registry.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>
-#include <alloy/plugin.h>
 #include <alloy/cuda.h>
 #include <alloy/syncedmem.h>
+#include <alloy/reporter.h>
 #include <alloy/plugin.h>
 #include <alloy/typemeta.h>
 #include <alloy/storage.h>
