@@ -23,6 +23,22 @@ struct alloy__buffer {
 	size_t nobj;
 };
 
+/*
+ * Reference counts of storages and tensors.  Taking a reference needs no
+ * ordering; dropping one is release/acquire so that the last user sees
+ * every other user's writes before it frees.
+ */
+static inline void alloy__ref_get(atomic_long *refs)
+{
+	atomic_fetch_add_explicit(refs, 1, memory_order_relaxed);
+}
+
+/* True when this dropped the last reference. */
+static inline bool alloy__ref_put(atomic_long *refs)
+{
+	return atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
+}
+
 /* Destroy the constructed elements, free the memory, empty *b. */
 ALLOY_HIDDEN void alloy__buffer_release(struct alloy__buffer *b);
 

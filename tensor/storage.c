@@ -140,16 +140,13 @@ struct alloy_storage *alloy_storage_new_external(void *ptr, size_t capacity,
 struct alloy_storage *alloy_storage_ref(struct alloy_storage *s)
 {
 	if (s)
-		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+		alloy__ref_get(&s->refs);
 	return s;
 }
 
 void alloy_storage_unref(struct alloy_storage *s)
 {
-	if (!s)
-		return;
-	/* Release/acquire: the last user sees every other user's writes. */
-	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+	if (!s || !alloy__ref_put(&s->refs))
 		return;
 	alloy__buffer_release(&s->buf);
 	free(s);

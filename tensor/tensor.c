@@ -106,15 +106,13 @@ struct alloy_tensor *alloy_tensor_new_dims(struct alloy_device dev,
 struct alloy_tensor *alloy_tensor_ref(struct alloy_tensor *t)
 {
 	if (t)
-		atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+		alloy__ref_get(&t->refs);
 	return t;
 }
 
 void alloy_tensor_unref(struct alloy_tensor *t)
 {
-	if (!t)
-		return;
-	if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+	if (!t || !alloy__ref_put(&t->refs))
 		return;
 	alloy_storage_unref(t->storage);
 	free(t);

@@ -117,36 +117,40 @@ err_nomem:
 	return NULL;
 }
 
-struct alloy_blob *alloy_workspace_create_blob(struct alloy_workspace *ws,
-					       const char *name)
-{
-	struct alloy_blob *b;
-	bool found;
-	size_t i;
-
-	if (check_args(__func__, ws, name))
-		return NULL;
-	pthread_mutex_lock(&ws->lock);
-	i = find(ws, name, &found);
-	b = found ? ws->entries[i].blob : insert(ws, i, name);
-	pthread_mutex_unlock(&ws->lock);
-	return b;
-}
-
-struct alloy_blob *alloy_workspace_get_blob(struct alloy_workspace *ws,
-					    const char *name)
+/* The blob of that name, made when missing if create; else NULL. */
+static struct alloy_blob *lookup(struct alloy_workspace *ws, const char *name,
+				 bool create)
 {
 	struct alloy_blob *b = NULL;
 	bool found;
 	size_t i;
 
-	if (check_args(__func__, ws, name))
-		return NULL;
 	pthread_mutex_lock(&ws->lock);
 	i = find(ws, name, &found);
 	if (found)
 		b = ws->entries[i].blob;
+	else if (create)
+		b = insert(ws, i, name);
 	pthread_mutex_unlock(&ws->lock);
+	return b;
+}
+
+struct alloy_blob *alloy_workspace_create_blob(struct alloy_workspace *ws,
+					       const char *name)
+{
+	if (check_args(__func__, ws, name))
+		return NULL;
+	return lookup(ws, name, true);
+}
+
+struct alloy_blob *alloy_workspace_get_blob(struct alloy_workspace *ws,
+					    const char *name)
+{
+	struct alloy_blob *b;
+
+	if (check_args(__func__, ws, name))
+		return NULL;
+	b = lookup(ws, name, false);
 	if (!b)
 		alloy__error(-ENOENT, __func__, "no blob named \"%s\"", name);
 	return b;
@@ -154,14 +158,7 @@ struct alloy_blob *alloy_workspace_get_blob(struct alloy_workspace *ws,
 
 bool alloy_workspace_has_blob(struct alloy_workspace *ws, const char *name)
 {
-	bool found = false;
-
-	if (!ws || !name)
-		return false;
-	pthread_mutex_lock(&ws->lock);
-	find(ws, name, &found);
-	pthread_mutex_unlock(&ws->lock);
-	return found;
+	return ws && name && lookup(ws, name, false);
 }
 
 int alloy_workspace_remove_blob(struct alloy_workspace *ws, const char *name)

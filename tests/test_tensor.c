@@ -127,6 +127,51 @@ START_TEST(allocators_picked_at_run_time)
 }
 END_TEST
 
+static const struct alloy_reporter_entry *
+rep_entry(const struct alloy_reporter_snapshot *snap, const char *name)
+{
+	for (uint32_t i = 0; i < snap->nentries; i++)
+		if (!strcmp(snap->entries[i].allocator, name))
+			return &snap->entries[i];
+	return NULL;
+}
+
+/* The same through the reporter: per allocator, who made and who freed. */
+START_TEST(allocators_picked_at_run_time_reported)
+{
+	static struct alloy_reporter_snapshot snap;
+	const struct alloy_reporter_entry *e;
+	struct test_alloc ta;
+	struct alloy_allocator *a;
+	struct alloy_tensor *t1 = tensor1(100), *t2 = tensor1(300);
+
+	ck_assert_ok(alloy_reporter_enable());
+	a = test_alloc_register(&ta, "t_swaprep");
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t1, FLOAT));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, a));
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t2, FLOAT));
+	alloy_tensor_unref(t1);
+	alloy_tensor_unref(t2);
+
+	snap.size = sizeof(snap);
+	snap.version = ALLOY_REPORTER_SNAPSHOT_VERSION;
+	ck_assert_ok(alloy_reporter_snapshot(&snap));
+	e = rep_entry(&snap, "default");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->c.allocs, 1);
+	ck_assert_uint_eq(e->c.frees, 1);
+	ck_assert_uint_eq(e->c.total_bytes, 400);
+	ck_assert_uint_eq(e->c.current_bytes, 0);
+	e = rep_entry(&snap, "t_swaprep");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->c.allocs, 1);
+	ck_assert_uint_eq(e->c.frees, 1);
+	ck_assert_uint_eq(e->c.total_bytes, 1200);
+	ck_assert_uint_eq(e->c.live_blocks, 0);
+	ck_assert_int_eq(ta.bad_frees, 0);
+}
+END_TEST
+
 START_TEST(shrink_keeps_the_buffer_by_default)
 {
 	struct test_alloc ta;
@@ -496,6 +541,7 @@ Suite *suite_tensor(void)
 	tcase_add_test(tc, allocation_is_lazy);
 	tcase_add_test(tc, allocates_from_the_default_of_that_moment);
 	tcase_add_test(tc, allocators_picked_at_run_time);
+	tcase_add_test(tc, allocators_picked_at_run_time_reported);
 	tcase_add_test(tc, shrink_keeps_the_buffer_by_default);
 	tcase_add_test(tc, keep_on_shrink_off_from_conf);
 	tcase_add_test(tc, max_keep_on_shrink_memory_from_conf);

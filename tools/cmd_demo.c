@@ -102,12 +102,15 @@ static int op_fc(struct alloy_workspace *ws, const char *x_name,
 	return 0;
 }
 
-static int op_relu(struct alloy_workspace *ws, const char *x_name,
-		   const char *y_name)
+/*
+ * An elementwise operator's start: y shaped like x, and the typed pointers
+ * to read x and write y as elements of ytype.
+ */
+static int elementwise(struct alloy_workspace *ws, const char *x_name,
+		       const char *y_name, const struct alloy_type_meta *ytype,
+		       const float **xp, void **yp, int64_t *n)
 {
 	struct alloy_tensor *x = input(ws, x_name), *y = output(ws, y_name);
-	const float *xp;
-	float *yp;
 	int rc;
 
 	if (!x || !y)
@@ -115,13 +118,23 @@ static int op_relu(struct alloy_workspace *ws, const char *x_name,
 	rc = alloy_tensor_resize_like(y, x);
 	if (rc)
 		return rc;
-	xp = alloy_tensor_data(x, F32);
-	yp = alloy_tensor_raw_mutable_data(y, F32);
-	if (!xp || !yp)
-		return -EINVAL;
-	for (int64_t i = 0; i < alloy_tensor_numel(y); i++)
+	*xp = alloy_tensor_data(x, F32);
+	*yp = alloy_tensor_raw_mutable_data(y, ytype);
+	*n = alloy_tensor_numel(y);
+	return *xp && *yp ? 0 : -EINVAL;
+}
+
+static int op_relu(struct alloy_workspace *ws, const char *x_name,
+		   const char *y_name)
+{
+	const float *xp;
+	float *yp;
+	int64_t n;
+	int rc = elementwise(ws, x_name, y_name, F32, &xp, (void **)&yp, &n);
+
+	for (int64_t i = 0; !rc && i < n; i++)
 		yp[i] = xp[i] > 0 ? xp[i] : 0;
-	return 0;
+	return rc;
 }
 
 /*
@@ -131,28 +144,22 @@ static int op_relu(struct alloy_workspace *ws, const char *x_name,
 static int op_mask(struct alloy_workspace *ws, const char *x_name,
 		   const char *y_name, bool *reused)
 {
-	struct alloy_tensor *x = input(ws, x_name), *y = output(ws, y_name);
 	const float *xp;
 	int32_t *ip;
 	float *fp;
-	int rc;
+	int64_t n;
+	int rc = elementwise(ws, x_name, y_name, alloy_type(ALLOY_TYPE_INT32),
+			     &xp, (void **)&ip, &n);
 
-	if (!x || !y)
-		return -EINVAL;
-	rc = alloy_tensor_resize_like(y, x);
 	if (rc)
 		return rc;
-	xp = alloy_tensor_data(x, F32);
-	ip = alloy_tensor_raw_mutable_data(y, alloy_type(ALLOY_TYPE_INT32));
-	if (!xp || !ip)
-		return -EINVAL;
-	for (int64_t i = 0; i < alloy_tensor_numel(y); i++)
+	for (int64_t i = 0; i < n; i++)
 		ip[i] = xp[i] > 0;
-	fp = alloy_tensor_raw_mutable_data(y, F32);
+	fp = alloy_tensor_raw_mutable_data(input(ws, y_name), F32);
 	if (!fp)
 		return -EINVAL;
 	*reused = (void *)fp == (void *)ip;
-	for (int64_t i = 0; i < alloy_tensor_numel(y); i++) {
+	for (int64_t i = 0; i < n; i++) {
 		int32_t v;
 
 		memcpy(&v, &fp[i], sizeof(v));
