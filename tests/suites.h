@@ -28,6 +28,7 @@
 	X(workspace)          \
 	X(cuda_caching)       \
 	X(cuda_host)          \
-	X(syncedmem)
+	X(syncedmem) \
+	X(stress)
 
 #endif /* ALLOY_TESTS_SUITES_H */
