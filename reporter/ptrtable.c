@@ -22,6 +22,7 @@
 #define NSHARDS 64
 #define REP_RECENT 32
 #define MIN_CAP 64
+_Static_assert(NSHARDS == 64, "shard_of takes the top 6 bits");
 
 struct shard {
 	atomic_flag lock;
@@ -34,20 +35,18 @@ struct shard {
 
 static struct shard shards[NSHARDS];
 
-/* splitmix64's finaliser: every bit of the pointer reaches the low bits. */
-static uint64_t hash_ptr(uintptr_t p)
-{
-	uint64_t x = (uint64_t)p;
+/*
+ * Fibonacci hashing: one multiply, the top bits are well mixed.  Blocks
+ * are at least 8-byte aligned, which the multiply carries upwards.
+ */
+#define GOLDEN 0x9e3779b97f4a7c15ULL
 
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
+static inline uint64_t hash_ptr(uintptr_t p)
+{
+	return (uint64_t)p * GOLDEN;
 }
 
-static void shard_lock(struct shard *s)
+static inline void shard_lock(struct shard *s)
 {
 	int spins = 0;
 
@@ -59,7 +58,7 @@ static void shard_lock(struct shard *s)
 		}
 }
 
-static void shard_unlock(struct shard *s)
+static inline void shard_unlock(struct shard *s)
 {
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
 }
@@ -72,15 +71,16 @@ static void shard_unlock(struct shard *s)
  */
 #define REGION_SHIFT 21
 
-static struct shard *shard_of(uintptr_t p, uint64_t *h)
+static inline struct shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &shards[hash_ptr(p >> REGION_SHIFT) & (NSHARDS - 1)];
+	return &shards[hash_ptr(p >> REGION_SHIFT) >> 58]; /* 64 shards */
 }
 
-static size_t home(uint64_t h, size_t cap)
+/* The home slot: the top bits of the hash, as many as cap needs. */
+static inline size_t home(uint64_t h, size_t cap)
 {
-	return (size_t)h & (cap - 1);
+	return (size_t)(h >> (64 - __builtin_ctzll(cap)));
 }
 
 /* Place b in slots (known not to hold it); cap has room. */

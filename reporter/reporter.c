@@ -50,7 +50,7 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static __thread long my_tid;
+static __thread long my_tid __attribute__((tls_model("initial-exec")));
 
 static long thread_id(void)
 {
@@ -127,8 +127,8 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 }
 
 /* The entry of (serial, device), made on first use; NULL when full. */
-static struct rep_entry *entry_get(unsigned long serial, const char *name,
-				   struct alloy_device d)
+static struct rep_entry *entry_find(unsigned long serial, const char *name,
+				    struct alloy_device d)
 {
 	uint64_t key = entry_key(serial, d);
 	size_t n = ALLOY_REPORTER_MAX_ENTRIES;
@@ -145,6 +145,29 @@ static struct rep_entry *entry_get(unsigned long serial, const char *name,
 			break;
 	}
 	return entry_make(key, name, d);
+}
+
+/*
+ * Each thread remembers the entry it used last: a program allocating in
+ * a loop finds it with two compares.  Entries are never removed, so a
+ * remembered one stays valid.
+ */
+static __thread struct {
+	uint64_t key;
+	struct rep_entry *e;
+} last_entry __attribute__((tls_model("initial-exec")));
+
+static inline struct rep_entry *entry_get(unsigned long serial,
+					  const char *name,
+					  struct alloy_device d)
+{
+	uint64_t key = entry_key(serial, d);
+
+	if (likely(last_entry.key == key))
+		return last_entry.e;
+	last_entry.e = entry_find(serial, name, d);
+	last_entry.key = last_entry.e ? key : 0;
+	return last_entry.e;
 }
 
 static void raise_peak(_Atomic int64_t *peak, int64_t v)
@@ -359,7 +382,8 @@ static int record_free(const void *ptr, bool by_hand)
 			     NULL, 0);
 		return rc;
 	}
-	free(b.frames);
+	if (unlikely(b.frames))
+		free(b.frames);
 	e = &alloy__rep_entries[b.entry];
 	account(e, -(int64_t)b.size);
 	if (unlikely(emitting()))
