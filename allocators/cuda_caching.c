@@ -125,8 +125,10 @@ static struct cc_block *get_block(struct cc *cc)
 
 static void put_block(struct cc *cc, struct cc_block *b)
 {
-	free(b->uses);
-	b->uses = NULL;
+	if (b->uses) {
+		free(b->uses);
+		b->uses = NULL;
+	}
 	b->next = cc->spare_blocks;
 	cc->spare_blocks = b;
 }
@@ -275,8 +277,8 @@ static struct cc_device *device_get(struct cc *cc, int device)
 /* ---- segments ----------------------------------------------------------- */
 
 static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
-				      int device, int pool, void *stream,
-				      size_t size, int *rc)
+				      int device, int pool, bool huge,
+				      void *stream, size_t size, int *rc)
 {
 	int64_t reserved = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
 	struct cc_segment *seg;
@@ -313,6 +315,7 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 	seg->size = size;
 	seg->stream = stream;
 	seg->pool = pool;
+	seg->huge = huge;
 	seg->device = device;
 	seg->head = b;
 	seg->next = d->segments;
@@ -580,31 +583,39 @@ static void oom_message(struct cc *cc, struct cc_device *d, int device,
 				    "");
 }
 
+static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
+				  void *stream, size_t size, bool strict);
+
 /* A new segment for size bytes, trying harder each time the device says no. */
 static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 			     int pool, void *stream, size_t size, size_t req)
 {
 	size_t seg_size = segment_size(size);
+	bool huge = size >= CC_MIN_LARGE_ALLOC;
 	struct cc_block *b;
 	int rc;
 
 	if (cc->gc_threshold > 0)
 		garbage_collect(cc, d);
-	b = alloc_segment(cc, d, device, pool, stream, seg_size, &rc);
+	b = alloc_segment(cc, d, device, pool, huge, stream, seg_size, &rc);
 	if (b || rc != -ENOMEM)
 		return b;
 	/* Cached segments first: cheap, no waiting. */
 	d->st.num_alloc_retries++;
 	if (release_cached(cc, d))
-		b = alloc_segment(cc, d, device, pool, stream, seg_size, &rc);
+		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size, &rc);
 	if (b || rc != -ENOMEM)
 		return b;
 	/* Then wait for blocks held by other streams' work, and again. */
 	d->st.num_sync_all_streams++;
 	synchronize_events(cc);
 	if (release_cached(cc, d))
-		b = alloc_segment(cc, d, device, pool, stream, seg_size, &rc);
+		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size, &rc);
 	if (b || rc != -ENOMEM)
+		return b;
+	/* Last, free room in the other class of segments (see find_free). */
+	b = find_free(cc, d, pool, stream, size, false);
+	if (b)
 		return b;
 	d->st.num_ooms++;
 	oom_message(cc, d, device, req, seg_size);
@@ -614,12 +625,24 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 /* ---- the allocator ops ------------------------------------------------- */
 
 static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
-				  void *stream, size_t size)
+				  void *stream, size_t size, bool strict)
 {
 	struct cc_pool *p = &d->pools[pool];
 	size_t i = lower_bound(p, (uintptr_t)stream, size, 0);
 	struct cc_block *b;
 
+	/*
+	 * Beyond PyTorch: segments made for a request of 10 MiB or more (its
+	 * own segment) and the 20 MiB ones that smaller large blocks share
+	 * serve only their own class while the device has room.  Otherwise
+	 * on the next step, with every segment free, best fit carves small
+	 * blocks out of a big request's segment, the big request needs a new
+	 * one, and the cache only settles one step later (and holds more).
+	 */
+	if (strict)
+		while (i < p->n && p->v[i]->seg->stream == stream &&
+		       p->v[i]->seg->huge != (size >= CC_MIN_LARGE_ALLOC))
+			i++;
 	if (i == p->n)
 		return NULL;
 	b = p->v[i];
@@ -722,7 +745,7 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 		alloy__error(-ENOMEM, cc->name, "no host memory for the free list");
 		goto out_unlock;
 	}
-	b = find_free(cc, d, pool, stream, size);
+	b = find_free(cc, d, pool, stream, size, true);
 	if (!b)
 		b = grow(cc, d, device, pool, stream, size, req);
 	if (unlikely(!b))

@@ -45,6 +45,7 @@ struct cc_segment {
 	size_t size;
 	void *stream;
 	int pool;
+	bool huge; /* made for one request of 10 MiB or more */
 	int device;
 	struct cc_block *head;
 	struct cc_segment *next;
@@ -98,10 +99,27 @@ struct cc {
 /* Is ops->alloc that of a caching allocator?  Its state, or NULL. */
 ALLOY_HIDDEN struct cc *alloy__cc_of(struct alloy_allocator *a);
 
-/* Statistics helpers (cuda_caching_stats.c); the lock is held. */
-ALLOY_HIDDEN void alloy__cc_stat_add(struct alloy_cuda_stat *s, int pool,
-				     int64_t delta);
-ALLOY_HIDDEN void alloy__cc_stat_add1(struct alloy_cuda_stat *s, int64_t delta);
+/* Statistics; the lock is held.  Inline: a few of these per alloc. */
+static inline void alloy__cc_stat_add1(struct alloy_cuda_stat *s, int64_t delta)
+{
+	s->current += delta;
+	if (delta > 0) {
+		s->allocated += delta;
+		if (s->current > s->peak)
+			s->peak = s->current;
+	} else {
+		s->freed -= delta;
+	}
+}
+
+/* Add delta to the statistic of pool and to that of both pools. */
+static inline void alloy__cc_stat_add(struct alloy_cuda_stat *s, int pool,
+				      int64_t delta)
+{
+	alloy__cc_stat_add1(&s[ALLOY_CUDA_POOL_ALL], delta);
+	alloy__cc_stat_add1(&s[pool], delta);
+}
+
 ALLOY_HIDDEN int alloy__cc_stats_op(void *ctx, struct alloy_allocator_stats *st);
 ALLOY_HIDDEN int alloy__cc_snapshot_op(void *ctx,
 				       void (*write)(void *arg, const char *s),

@@ -14,31 +14,6 @@
 
 #include "allocators/cuda_caching.h"
 
-static void stat_add(struct alloy_cuda_stat *s, int64_t delta)
-{
-	s->current += delta;
-	if (delta > 0) {
-		s->allocated += delta;
-		if (s->current > s->peak)
-			s->peak = s->current;
-	} else {
-		s->freed -= delta;
-	}
-}
-
-void alloy__cc_stat_add1(struct alloy_cuda_stat *s, int64_t delta)
-{
-	stat_add(s, delta);
-}
-
-void alloy__cc_stat_add(struct alloy_cuda_stat *s, int pool, int64_t delta)
-{
-	if (!delta)
-		return;
-	stat_add(&s[ALLOY_CUDA_POOL_ALL], delta);
-	stat_add(&s[pool], delta);
-}
-
 int alloy__cc_stats_op(void *ctx, struct alloy_allocator_stats *st)
 {
 	struct cc *cc = ctx;

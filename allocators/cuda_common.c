@@ -16,8 +16,9 @@
 #define SIM_BUILTIN_CAPACITY ((size_t)16 << 30)
 #define CUDA_MAX_DEVICES 16
 
-static __thread int cur_device;
-static __thread void *cur_stream;
+/* liballoy is never dlopen'ed late: the cheap TLS model is safe (as in core). */
+static __thread int cur_device __attribute__((tls_model("initial-exec")));
+static __thread void *cur_stream __attribute__((tls_model("initial-exec")));
 
 int alloy_cuda_set_device(int device)
 {

@@ -339,6 +339,48 @@ START_TEST(out_of_memory_message_gives_the_figures)
 }
 END_TEST
 
+START_TEST(big_segments_are_kept_for_big_requests)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x, y;
+	void *p;
+
+	p = get(a, 30 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	/* 8 MiB gets a 20 MiB segment, not a piece of the 30 MiB one... */
+	get(a, 8 * MiB, &y);
+	ck_assert_ptr_ne(y.ptr, p);
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 50 * MiB);
+	/* ...which stays whole for the 30 MiB request of the next step. */
+	get(a, 30 * MiB, &x);
+	ck_assert_ptr_eq(x.ptr, p);
+	alloy_data_ptr_free(&x);
+	alloy_data_ptr_free(&y);
+	ck_assert_int_eq(stats(a).num_device_alloc, 2);
+}
+END_TEST
+
+START_TEST(under_pressure_any_segment_serves)
+{
+	struct alloy_allocator *a = fresh(40 * MiB);
+	struct alloy_data_ptr x, y;
+	struct alloy_cuda_stats st;
+
+	get(a, 30 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	get(a, 12 * MiB, &x); /* carved from the 30 MiB segment */
+	/* No room for a 20 MiB segment: the 18 MiB free rest serves. */
+	get(a, 8 * MiB, &y);
+	ck_assert_ptr_eq(y.ptr, (char *)x.ptr + 12 * MiB);
+	st = stats(a);
+	ck_assert_int_eq(st.num_device_alloc, 1);
+	ck_assert_int_eq(st.num_alloc_retries, 1);
+	ck_assert_int_eq(st.num_ooms, 0);
+	alloy_data_ptr_free(&x);
+	alloy_data_ptr_free(&y);
+}
+END_TEST
+
 START_TEST(max_split_size_keeps_big_blocks_whole)
 {
 	struct alloy_allocator *a;
@@ -714,6 +756,8 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, out_of_memory_frees_the_cache_and_retries);
 	tcase_add_test(tc, out_of_memory_synchronizes_pending_frees_and_retries);
 	tcase_add_test(tc, out_of_memory_message_gives_the_figures);
+	tcase_add_test(tc, big_segments_are_kept_for_big_requests);
+	tcase_add_test(tc, under_pressure_any_segment_serves);
 	tcase_add_test(tc, max_split_size_keeps_big_blocks_whole);
 	tcase_add_test(tc, bad_options_are_refused_with_clear_errors);
 	tcase_add_test(tc, bad_option_in_conf_is_reported_and_ignored);
