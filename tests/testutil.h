@@ -27,9 +27,10 @@ struct test_alloc {
 	atomic_long bad_frees;
 	atomic_long live_bytes;
 	atomic_long fail_from; /* fail allocations numbered >= this; 0 = never */
-	size_t last_size;
-	size_t last_align;
-	unsigned last_flags;
+	/* atomic: threads of the stress tests allocate from one at once */
+	_Atomic size_t last_size;
+	_Atomic size_t last_align;
+	_Atomic unsigned last_flags;
 };
 
 /* Register ta under name (device cpu); aborts the test on failure. */
