@@ -76,9 +76,9 @@ int alloy_tensor_extend(struct alloy_tensor *t, int64_t num, float growth_pct)
 	grown = ceil((double)t->dims[0] * (100.0 + growth_pct) / 100.0);
 	dims[0] = grown > (double)dims[0] ?
 			  (grown < 0x1p62 ? (int64_t)grown : INT64_MAX) : dims[0];
-	rc = alloy__tensor_shape(__func__, t, dims, t->ndim, &cap_numel, NULL);
-	if (rc)
-		return rc;
+	/* Growth that would overflow falls back to exactly what is asked. */
+	if (alloy__tensor_shape(__func__, t, dims, t->ndim, &cap_numel, NULL))
+		cap_numel = numel;
 	rc = regrow(t, cap_numel);
 	if (rc)
 		return rc;

@@ -2,6 +2,7 @@
 /*
  * tests/test_storage.c - reference-counted buffers.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "tensorutil.h"
@@ -170,6 +171,45 @@ START_TEST(external_memory)
 }
 END_TEST
 
+#define REF_THREADS 4
+#define REF_ROUNDS 100000
+
+static void *ref_worker(void *arg)
+{
+	struct alloy_storage *s = arg;
+
+	for (int i = 0; i < REF_ROUNDS; i++) {
+		alloy_storage_ref(s);
+		alloy_storage_unref(s);
+	}
+	/* Each thread leaves holding one more reference. */
+	alloy_storage_ref(s);
+	return NULL;
+}
+
+/* Counts are atomic: racing refs and unrefs lose nothing. */
+START_TEST(refcount_is_atomic)
+{
+	struct test_alloc ta;
+	struct alloy_storage *s = alloy_storage_new(ALLOY_CPU, NULL);
+	pthread_t th[REF_THREADS];
+
+	use_test_alloc(&ta, "t_refs");
+	ck_assert_ok(alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_INT8), 64));
+	for (int i = 0; i < REF_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, ref_worker, s), 0);
+	for (int i = 0; i < REF_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(alloy_storage_use_count(s), 1 + REF_THREADS);
+	for (int i = 0; i < REF_THREADS; i++)
+		alloy_storage_unref(s);
+	ck_assert(alloy_storage_unique(s));
+	ck_assert_int_eq(ta.frees, 0);
+	alloy_storage_unref(s);
+	ck_assert_int_eq(ta.frees, 1);
+}
+END_TEST
+
 Suite *suite_storage(void)
 {
 	Suite *s = suite_create("storage");
@@ -180,6 +220,7 @@ Suite *suite_storage(void)
 	tcase_add_test(tc, non_pod_elements_are_constructed_and_destroyed);
 	tcase_add_test(tc, allocation_failures_leave_it_empty);
 	tcase_add_test(tc, external_memory);
+	tcase_add_test(tc, refcount_is_atomic);
 	suite_add_tcase(s, tc);
 	return s;
 }

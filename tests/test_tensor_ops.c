@@ -107,6 +107,19 @@ START_TEST(extend_bad_input)
 }
 END_TEST
 
+/* A growth that would overflow gets exactly the rows asked for. */
+START_TEST(extend_growth_overflow_falls_back)
+{
+	struct alloy_tensor *t = iota(4, 2);
+
+	ck_assert_ok(alloy_tensor_extend(t, 1, 1e30f));
+	ck_assert_int_eq(alloy_tensor_dim(t, 0), 5);
+	ck_assert_uint_eq(alloy_tensor_capacity_nbytes(t), 5 * 2 * 8);
+	assert_iota(t, 8);
+	alloy_tensor_unref(t);
+}
+END_TEST
+
 START_TEST(extend_without_buffer_is_a_resize)
 {
 	struct test_alloc ta;
@@ -517,6 +530,7 @@ Suite *suite_tensor_ops(void)
 	tcase_add_test(tc, extend_keeps_data_and_grows_geometrically);
 	tcase_add_test(tc, extend_one_at_a_time_is_amortised);
 	tcase_add_test(tc, extend_bad_input);
+	tcase_add_test(tc, extend_growth_overflow_falls_back);
 	tcase_add_test(tc, extend_without_buffer_is_a_resize);
 	tcase_add_test(tc, extend_copies_non_pod_elements);
 	tcase_add_test(tc, extend_leaves_a_shared_storage_alone);

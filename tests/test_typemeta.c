@@ -2,6 +2,7 @@
 /*
  * tests/test_typemeta.c - the registry of element types.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "tensorutil.h"
@@ -168,6 +169,57 @@ START_TEST(string_elements_copy_deeply)
 }
 END_TEST
 
+#define REG_THREADS 4
+#define REG_EACH 40
+
+static void *register_worker(void *arg)
+{
+	long id = (long)arg;
+	struct alloy_type_meta m = { .itemsize = 8 };
+	char name[32];
+
+	for (int i = 0; i < REG_EACH; i++) {
+		snprintf(name, sizeof(name), "thr%ld_%d", id, i);
+		m.name = name;
+		if (alloy_type_register(&m, NULL))
+			return (void *)1;
+		/* Lookups run alongside the other threads' registrations. */
+		if (!alloy_type_find(name) || !alloy_type_find("float"))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+START_TEST(registration_is_thread_safe)
+{
+	pthread_t th[REG_THREADS];
+	bool seen[ALLOY_MAX_TYPES] = { false };
+	char name[32];
+
+	for (long i = 0; i < REG_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, register_worker,
+						(void *)i), 0);
+	for (int i = 0; i < REG_THREADS; i++) {
+		void *rc;
+
+		pthread_join(th[i], &rc);
+		ck_assert_ptr_null(rc);
+	}
+	/* Every name found, every id distinct and leading back to it. */
+	for (int t = 0; t < REG_THREADS; t++)
+		for (int i = 0; i < REG_EACH; i++) {
+			const struct alloy_type_meta *m;
+
+			snprintf(name, sizeof(name), "thr%d_%d", t, i);
+			m = alloy_type_find(name);
+			ck_assert_ptr_nonnull(m);
+			ck_assert(!seen[m->id]);
+			seen[m->id] = true;
+			ck_assert_ptr_eq(alloy_type_from_id(m->id), m);
+		}
+}
+END_TEST
+
 Suite *suite_typemeta(void)
 {
 	Suite *s = suite_create("typemeta");
@@ -180,6 +232,7 @@ Suite *suite_typemeta(void)
 	tcase_add_test(tc, table_fills_up_with_enospc);
 	tcase_add_test(tc, objects_are_constructed_and_destroyed);
 	tcase_add_test(tc, string_elements_copy_deeply);
+	tcase_add_test(tc, registration_is_thread_safe);
 	suite_add_tcase(s, tc);
 	return s;
 }
