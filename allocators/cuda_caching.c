@@ -157,7 +157,7 @@ static int get_event(struct cc *cc, int device, void **ev)
 		*ev = cc->spare_events[--cc->nspare];
 		return 0;
 	}
-	return cc->src.ops->event_create(cc->src.ctx, device, ev);
+	return cc->b.src.ops->event_create(cc->b.src.ctx, device, ev);
 }
 
 static void put_event(struct cc *cc, void *ev)
@@ -167,7 +167,7 @@ static void put_event(struct cc *cc, void *ev)
 		void **v = realloc(cc->spare_events, cap * sizeof(*v));
 
 		if (!v) {
-			cc->src.ops->event_destroy(cc->src.ctx, ev);
+			cc->b.src.ops->event_destroy(cc->b.src.ctx, ev);
 			return;
 		}
 		cc->spare_events = v;
@@ -248,7 +248,7 @@ static struct cc_device *device_get(struct cc *cc, int device)
 	int rc;
 
 	if (unlikely(device < 0 || device >= CC_MAX_DEVICES)) {
-		alloy__error(-ENODEV, cc->name, "device %d out of range 0..%d",
+		alloy__error(-ENODEV, cc->b.name, "device %d out of range 0..%d",
 			     device, CC_MAX_DEVICES - 1);
 		return NULL;
 	}
@@ -256,16 +256,16 @@ static struct cc_device *device_get(struct cc *cc, int device)
 	if (likely(d->ready))
 		return d;
 	if (!cc->ndevices) {
-		rc = cc->src.ops->device_count(cc->src.ctx, &cc->ndevices);
+		rc = cc->b.src.ops->device_count(cc->b.src.ctx, &cc->ndevices);
 		if (rc)
 			return NULL;
 	}
 	if (device >= cc->ndevices) {
-		alloy__error(-ENODEV, cc->name, "device %d does not exist (%d devices)",
+		alloy__error(-ENODEV, cc->b.name, "device %d does not exist (%d devices)",
 			     device, cc->ndevices);
 		return NULL;
 	}
-	if (cc->src.ops->mem_info(cc->src.ctx, device, &fr, &total))
+	if (cc->b.src.ops->mem_info(cc->b.src.ctx, device, &fr, &total))
 		return NULL;
 	d->total = total;
 	d->limit = fraction_limit(cc, total);
@@ -289,7 +289,7 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 	if ((size_t)reserved + size > d->limit) {
 		char a[32], l[32];
 
-		*rc = alloy__error(-ENOMEM, cc->name,
+		*rc = alloy__error(-ENOMEM, cc->b.name,
 				   "a %s segment would pass the memory_fraction limit of %s",
 				   fmt_bytes(a, sizeof(a), size),
 				   fmt_bytes(l, sizeof(l), d->limit));
@@ -301,10 +301,10 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 		free(seg);
 		if (b)
 			put_block(cc, b);
-		*rc = alloy__error(-ENOMEM, cc->name, "no host memory for a segment record");
+		*rc = alloy__error(-ENOMEM, cc->b.name, "no host memory for a segment record");
 		return NULL;
 	}
-	*rc = cc->src.ops->dev_malloc(cc->src.ctx, device, size, &p);
+	*rc = cc->b.src.ops->dev_malloc(cc->b.src.ctx, device, size, &p);
 	if (*rc) {
 		free(seg);
 		put_block(cc, b);
@@ -340,7 +340,7 @@ static size_t release_segment(struct cc *cc, struct cc_device *d,
 	int sp = cc_stat_pool(seg->pool);
 
 	pool_remove(&d->pools[seg->pool], b);
-	cc->src.ops->dev_free(cc->src.ctx, seg->device, (void *)seg->ptr);
+	cc->b.src.ops->dev_free(cc->b.src.ctx, seg->device, (void *)seg->ptr);
 	d->st.num_device_free++;
 	alloy__cc_stat_add(d->st.segment, sp, -1);
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)size);
@@ -440,7 +440,7 @@ static void process_events(struct cc *cc)
 	while ((e = *pp)) {
 		struct cc_block *b = e->block;
 
-		if (cc->src.ops->event_query(cc->src.ctx, e->ev) != 1) {
+		if (cc->b.src.ops->event_query(cc->b.src.ctx, e->ev) != 1) {
 			cc->events_tail = e;
 			pp = &e->next;
 			continue;
@@ -464,7 +464,7 @@ static void process_events(struct cc *cc)
 static void synchronize_events(struct cc *cc)
 {
 	for (struct cc_event *e = cc->events; e; e = e->next)
-		cc->src.ops->event_synchronize(cc->src.ctx, e->ev);
+		cc->b.src.ops->event_synchronize(cc->b.src.ctx, e->ev);
 	process_events(cc);
 }
 
@@ -482,12 +482,12 @@ static int insert_events(struct cc *cc, struct cc_block *b)
 		void *ev = NULL;
 
 		if (!e || get_event(cc, device, &ev) ||
-		    cc->src.ops->event_record(cc->src.ctx, ev, b->uses[i])) {
+		    cc->b.src.ops->event_record(cc->b.src.ctx, ev, b->uses[i])) {
 			free(e);
 			if (ev)
 				put_event(cc, ev);
 			b->nuses = 0;
-			cc->src.ops->device_synchronize(cc->src.ctx, device);
+			cc->b.src.ops->device_synchronize(cc->b.src.ctx, device);
 			return -EIO;
 		}
 		e->ev = ev;
@@ -566,8 +566,8 @@ static void oom_message(struct cc *cc, struct cc_device *d, int device,
 	int64_t alloc = d->st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current;
 	int64_t resv = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
 
-	cc->src.ops->mem_info(cc->src.ctx, device, &fr, &total);
-	alloy__error(-ENOMEM, cc->name,
+	cc->b.src.ops->mem_info(cc->b.src.ctx, device, &fr, &total);
+	alloy__error(-ENOMEM, cc->b.name,
 		     "out of memory: tried to allocate %s (segment %s) on device %d; "
 		     "device total %s, free %s; allocated %s, reserved but unallocated %s; "
 		     "largest free block %s%s",
@@ -724,16 +724,16 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 	int pool;
 
 	if (unlikely(align > CC_MIN_BLOCK)) {
-		alloy__error(-EINVAL, cc->name,
+		alloy__error(-EINVAL, cc->b.name,
 			     "alignment %zu is above the %u bytes every block has",
 			     align, CC_MIN_BLOCK);
 		return NULL;
 	}
 	if (unlikely(req > SIZE_MAX / 2)) {
-		alloy__error(-EOVERFLOW, cc->name, "size %zu is too large", req);
+		alloy__error(-EOVERFLOW, cc->b.name, "size %zu is too large", req);
 		return NULL;
 	}
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	d = device_get(cc, device);
 	if (unlikely(!d))
 		goto out_unlock;
@@ -742,7 +742,7 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 	size = round_size(cc, req);
 	pool = size <= CC_SMALL_SIZE ? CC_SMALL : CC_LARGE;
 	if (unlikely(pool_reserve(&d->pools[pool]))) {
-		alloy__error(-ENOMEM, cc->name, "no host memory for the free list");
+		alloy__error(-ENOMEM, cc->b.name, "no host memory for the free list");
 		goto out_unlock;
 	}
 	b = find_free(cc, d, pool, stream, size, true);
@@ -754,15 +754,15 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 	if (unlikely(alloy__ptrmap_put(&cc->live, (void *)b->ptr, b))) {
 		unuse_block(cc, d, b);
 		free_block(cc, d, b);
-		alloy__error(-ENOMEM, cc->name, "no host memory for the block map");
+		alloy__error(-ENOMEM, cc->b.name, "no host memory for the block map");
 		b = NULL;
 	}
 out_unlock:
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	if (!b)
 		return NULL;
 	if (flags & ALLOY_ALLOC_ZERO)
-		cc->src.ops->dev_memset(cc->src.ctx, device, (void *)b->ptr, 0, req,
+		cc->b.src.ops->dev_memset(cc->b.src.ctx, device, (void *)b->ptr, 0, req,
 					stream);
 	return (void *)b->ptr;
 }
@@ -778,18 +778,18 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 	struct cc_device *d;
 	struct cc_block *b;
 
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	b = alloy__ptrmap_take(&cc->live, ptr);
 	if (unlikely(!b)) {
-		pthread_mutex_unlock(&cc->lock);
-		alloy__error(-EINVAL, cc->name, "%p was not allocated here (double free?)",
+		pthread_mutex_unlock(&cc->b.lock);
+		alloy__error(-EINVAL, cc->b.name, "%p was not allocated here (double free?)",
 			     ptr);
 		return;
 	}
 	d = &cc->dev[b->seg->device];
 	unuse_block(cc, d, b);
 	if (has_stream && used_on != b->seg->stream && add_use(b, used_on))
-		cc->src.ops->stream_synchronize(cc->src.ctx, used_on);
+		cc->b.src.ops->stream_synchronize(cc->b.src.ctx, used_on);
 	if (b->nuses && insert_events(cc, b) == 0 && b->event_count) {
 		b->state = CC_PENDING;
 	} else if (b->event_count) {
@@ -804,9 +804,9 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 		 * cache (reserved, never reused) rather than corrupt it.
 		 */
 		b->state = CC_PENDING;
-		alloy__error(-ENOMEM, cc->name, "no host memory to cache %p", ptr);
+		alloy__error(-ENOMEM, cc->b.name, "no host memory to cache %p", ptr);
 	}
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 }
 
 static void cc_free_async(void *ctx, void *ptr, size_t size, size_t align,
@@ -826,15 +826,15 @@ static int cc_record_stream(void *ctx, void *ptr, void *stream)
 	struct cc_block *b;
 	int rc = 0;
 
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	b = alloy__ptrmap_get(&cc->live, ptr);
 	if (!b)
-		rc = alloy__error(-EINVAL, cc->name,
+		rc = alloy__error(-EINVAL, cc->b.name,
 				  "record_stream: %p is not a live block of this allocator",
 				  ptr);
 	else if (stream != b->seg->stream && add_use(b, stream))
-		rc = alloy__error(-ENOMEM, cc->name, "record_stream: no host memory");
-	pthread_mutex_unlock(&cc->lock);
+		rc = alloy__error(-ENOMEM, cc->b.name, "record_stream: no host memory");
+	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
 }
 
@@ -843,11 +843,11 @@ static size_t cc_usable_size(void *ctx, const void *ptr, size_t size)
 	struct cc *cc = ctx;
 	struct cc_block *b;
 
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	b = alloy__ptrmap_get(&cc->live, ptr);
 	if (b)
 		size = b->size;
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	return size;
 }
 
@@ -856,7 +856,7 @@ static long long cc_trim(void *ctx)
 	struct cc *cc = ctx;
 	long long freed = 0;
 
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	if (cc->events) {
 		for (int i = 0; i < CC_MAX_DEVICES; i++)
 			if (cc->dev[i].ready)
@@ -866,7 +866,7 @@ static long long cc_trim(void *ctx)
 	for (int i = 0; i < CC_MAX_DEVICES; i++)
 		if (cc->dev[i].ready)
 			freed += (long long)release_cached(cc, &cc->dev[i]);
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	return freed;
 }
 
@@ -892,11 +892,11 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 	uint64_t n;
 	int rc = 0;
 
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	if (!strcmp(key, "max_split_size")) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n <= CC_LARGE_BUFFER)
-			rc = alloy__error(-ERANGE, cc->name,
+			rc = alloy__error(-ERANGE, cc->b.name,
 					  "max_split_size \"%s\" must be a size above 20M (or \"unlimited\")",
 					  value);
 		else
@@ -904,24 +904,24 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 	} else if (!strcmp(key, "roundup_power2_divisions")) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n > 1024 || (n & (n - 1)))
-			rc = alloy__error(-ERANGE, cc->name,
+			rc = alloy__error(-ERANGE, cc->b.name,
 					  "roundup_power2_divisions \"%s\" must be 0 or a power of two up to 1024",
 					  value);
 		else
 			cc->divisions = (unsigned)n;
 	} else if (!strcmp(key, "garbage_collection_threshold")) {
-		rc = parse_fraction(cc->name, key, value, false, &cc->gc_threshold);
+		rc = parse_fraction(cc->b.name, key, value, false, &cc->gc_threshold);
 	} else if (!strcmp(key, "memory_fraction")) {
-		rc = parse_fraction(cc->name, key, value, true, &cc->fraction);
+		rc = parse_fraction(cc->b.name, key, value, true, &cc->fraction);
 	} else if (!strcmp(key, "capacity") && cc->sim) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n >= SIZE_MAX)
-			rc = alloy__error(-ERANGE, cc->name,
+			rc = alloy__error(-ERANGE, cc->b.name,
 					  "capacity \"%s\" must be a size", value);
 		else
 			alloy_cuda_sim_set_capacity(cc->sim, (size_t)n);
 	} else {
-		rc = alloy__error(-EINVAL, cc->name,
+		rc = alloy__error(-EINVAL, cc->b.name,
 				  "unknown option \"%s\" (max_split_size, roundup_power2_divisions, "
 				  "garbage_collection_threshold, memory_fraction%s)",
 				  key, cc->sim ? ", capacity" : "");
@@ -935,13 +935,13 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 		if (cc->sim) {
 			size_t fr;
 
-			cc->src.ops->mem_info(cc->src.ctx, i, &fr, &d->total);
+			cc->b.src.ops->mem_info(cc->b.src.ctx, i, &fr, &d->total);
 		}
 		d->limit = fraction_limit(cc, d->total);
 		d->st.max_split_size = cc->max_split_size == SIZE_MAX ? 0 :
 								       cc->max_split_size;
 	}
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
 }
 
@@ -979,21 +979,16 @@ int alloy__cuda_caching_new(const struct alloy__devsrc *src, const char *name,
 			    const struct alloy_allocator_ops **ops, void **ctx)
 {
 	struct cc *cc;
+	int rc = alloy__cuda_base_new(sizeof(*cc), src, name, &cc_template, ops, ctx);
 
-	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
-	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
-		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
-	cc = calloc(1, sizeof(*cc));
-	ALLOY_ENFORCE(cc, -ENOMEM, "no memory for allocator \"%s\"", name);
-	pthread_mutex_init(&cc->lock, NULL);
-	cc->src = *src;
-	snprintf(cc->name, sizeof(cc->name), "%s", name);
-	cc->ops = cc_template;
-	cc->ops.name = cc->name;
+	if (rc)
+		return rc;
+	cc = *ctx;
+	/* The simulated source's context is its simulator. */
+	if (!strcmp(src->ops->name, "sim"))
+		cc->sim = src->ctx;
 	cc->max_split_size = SIZE_MAX;
 	cc->fraction = 1.0;
-	*ops = &cc->ops;
-	*ctx = cc;
 	return 0;
 }
 

@@ -74,10 +74,7 @@ struct cc_event {
 };
 
 struct cc {
-	pthread_mutex_t lock;
-	struct alloy__devsrc src;
-	struct alloy_allocator_ops ops;
-	char name[ALLOY_NAME_MAX + 1];
+	struct alloy__cuda_base b; /* lock, src, ops, name */
 	struct alloy_cuda_sim *sim; /* when src is simulated */
 	int ndevices;
 

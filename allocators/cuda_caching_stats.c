@@ -22,7 +22,7 @@ int alloy__cc_stats_op(void *ctx, struct alloy_allocator_stats *st)
 	/* The registry counted calls and bytes asked; we know the rest. */
 	st->allocated = st->reserved = st->active = 0;
 	st->peak_allocated = st->peak_reserved = 0;
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	for (int i = 0; i < CC_MAX_DEVICES; i++) {
 		const struct alloy_cuda_stats *s = &cc->dev[i].st;
 
@@ -37,7 +37,7 @@ int alloy__cc_stats_op(void *ctx, struct alloy_allocator_stats *st)
 		st->num_system_frees += s->num_device_free;
 		st->num_ooms += s->num_ooms;
 	}
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	st->mapped = st->reserved;
 	return 0;
 }
@@ -57,12 +57,12 @@ int alloy_cuda_caching_stats(struct alloy_allocator *a, int device,
 	ALLOY_ENFORCE(device >= 0 && device < CC_MAX_DEVICES, -ENODEV,
 		      "device %d out of range 0..%d", device, CC_MAX_DEVICES - 1);
 	n = st->size < sizeof(mine) ? st->size : sizeof(mine);
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	mine = cc->dev[device].st;
 	if (!cc->dev[device].ready)
 		mine.max_split_size = cc->max_split_size == SIZE_MAX ? 0 :
 								       cc->max_split_size;
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	mine.size = (uint32_t)n;
 	mine.version = ALLOY_CUDA_STATS_VERSION;
 	memcpy(st, &mine, n);
@@ -84,7 +84,7 @@ int alloy_cuda_caching_reset_peaks(struct alloy_allocator *a, int device)
 		return -EINVAL;
 	ALLOY_ENFORCE(device >= 0 && device < CC_MAX_DEVICES, -ENODEV,
 		      "device %d out of range 0..%d", device, CC_MAX_DEVICES - 1);
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	s = &cc->dev[device].st;
 	reset_peak(s->allocation, ALLOY_CUDA_POOL_COUNT);
 	reset_peak(s->segment, ALLOY_CUDA_POOL_COUNT);
@@ -97,7 +97,7 @@ int alloy_cuda_caching_reset_peaks(struct alloy_allocator *a, int device)
 	reset_peak(s->requested_bytes, ALLOY_CUDA_POOL_COUNT);
 	reset_peak(&s->oversize_allocations, 1);
 	reset_peak(&s->oversize_segments, 1);
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	return 0;
 }
 
@@ -175,11 +175,11 @@ int alloy_cuda_caching_foreach_block(struct alloy_allocator *a,
 	if (!cc)
 		return -EINVAL;
 	ALLOY_ENFORCE(fn, -EINVAL, "fn is NULL");
-	pthread_mutex_lock(&cc->lock);
+	pthread_mutex_lock(&cc->b.lock);
 	for (int d = 0; d < CC_MAX_DEVICES && !rc; d++)
 		if (cc->dev[d].ready)
 			rc = walk_device(cc, d, fn, arg);
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
 }
 
@@ -293,8 +293,8 @@ int alloy__cc_snapshot_op(void *ctx, void (*write)(void *arg, const char *s),
 	int rc = 0;
 
 	ALLOY_ENFORCE(write, -EINVAL, "write is NULL");
-	pthread_mutex_lock(&cc->lock);
-	jprintf(&w, "{\"allocator\":\"%s\",\"devices\":[", cc->name);
+	pthread_mutex_lock(&cc->b.lock);
+	jprintf(&w, "{\"allocator\":\"%s\",\"devices\":[", cc->b.name);
 	for (int d = 0; d < CC_MAX_DEVICES && !rc; d++) {
 		if (!cc->dev[d].ready)
 			continue;
@@ -309,7 +309,7 @@ int alloy__cc_snapshot_op(void *ctx, void (*write)(void *arg, const char *s),
 		first_dev = false;
 	}
 	w.write(w.arg, "]}");
-	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
 }
 

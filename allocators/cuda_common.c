@@ -7,6 +7,8 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/internal.h"
 #include "allocators/builtin.h"
@@ -58,6 +60,27 @@ int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream)
 	ALLOY_ENFORCE(ops->record_stream, -ENOTSUP,
 		      "allocator \"%s\" has no record_stream", alloy_allocator_name(a));
 	return ops->record_stream(alloy_allocator_ctx(a), dp->ptr, stream);
+}
+
+int alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
+			 const char *name, const struct alloy_allocator_ops *tmpl,
+			 const struct alloy_allocator_ops **ops, void **ctx)
+{
+	struct alloy__cuda_base *b;
+
+	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
+	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
+		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
+	b = calloc(1, size);
+	ALLOY_ENFORCE(b, -ENOMEM, "no memory for allocator \"%s\"", name);
+	pthread_mutex_init(&b->lock, NULL);
+	b->src = *src;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	b->ops = *tmpl;
+	b->ops.name = b->name;
+	*ops = &b->ops;
+	*ctx = b;
+	return 0;
 }
 
 /* ---- allocators on simulators --------------------------------------------- */

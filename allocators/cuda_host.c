@@ -35,10 +35,7 @@ struct ch_block {
 };
 
 struct ch {
-	pthread_mutex_t lock;
-	struct alloy__devsrc src;
-	struct alloy_allocator_ops ops;
-	char name[ALLOY_NAME_MAX + 1];
+	struct alloy__cuda_base b; /* lock, src, ops, name */
 	struct alloy__ptrmap blocks; /* every block it holds, by address */
 	struct ch_block *bins[CH_BINS];
 	struct ch_block *pending;
@@ -60,7 +57,7 @@ static void put_event(struct ch *ch, void *ev)
 		void **v = realloc(ch->spare_events, cap * sizeof(*v));
 
 		if (!v) {
-			ch->src.ops->event_destroy(ch->src.ctx, ev);
+			ch->b.src.ops->event_destroy(ch->b.src.ctx, ev);
 			return;
 		}
 		ch->spare_events = v;
@@ -75,7 +72,7 @@ static bool events_done(struct ch *ch, struct ch_block *b)
 	int keep = 0;
 
 	for (int i = 0; i < b->nevents; i++) {
-		if (ch->src.ops->event_query(ch->src.ctx, b->events[i]) == 1)
+		if (ch->b.src.ops->event_query(ch->b.src.ctx, b->events[i]) == 1)
 			put_event(ch, b->events[i]);
 		else
 			b->events[keep++] = b->events[i];
@@ -119,7 +116,7 @@ static size_t release_cached(struct ch *ch)
 		for (b = ch->bins[i]; b; b = next) {
 			next = b->next;
 			alloy__ptrmap_take(&ch->blocks, b->ptr);
-			ch->src.ops->host_free(ch->src.ctx, b->ptr);
+			ch->b.src.ops->host_free(ch->b.src.ctx, b->ptr);
 			ch->host_frees++;
 			ch->reserved -= b->size;
 			freed += b->size;
@@ -137,16 +134,16 @@ static struct ch_block *new_block(struct ch *ch, size_t size)
 	int rc;
 
 	if (!b) {
-		alloy__error(-ENOMEM, ch->name, "no memory for a block record");
+		alloy__error(-ENOMEM, ch->b.name, "no memory for a block record");
 		return NULL;
 	}
-	rc = ch->src.ops->host_malloc(ch->src.ctx, size, &b->ptr);
+	rc = ch->b.src.ops->host_malloc(ch->b.src.ctx, size, &b->ptr);
 	if (rc == -ENOMEM && release_cached(ch))
-		rc = ch->src.ops->host_malloc(ch->src.ctx, size, &b->ptr);
+		rc = ch->b.src.ops->host_malloc(ch->b.src.ctx, size, &b->ptr);
 	if (rc || alloy__ptrmap_put(&ch->blocks, b->ptr, b)) {
 		if (!rc) {
-			ch->src.ops->host_free(ch->src.ctx, b->ptr);
-			alloy__error(-ENOMEM, ch->name, "no memory for the block map");
+			ch->b.src.ops->host_free(ch->b.src.ctx, b->ptr);
+			alloy__error(-ENOMEM, ch->b.name, "no memory for the block map");
 		}
 		free(b);
 		return NULL;
@@ -167,7 +164,7 @@ static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	int bin;
 
 	if (unlikely(align > CH_MIN_BLOCK || size > ((size_t)1 << 62))) {
-		alloy__error(-EINVAL, ch->name,
+		alloy__error(-EINVAL, ch->b.name,
 			     "size %zu / alignment %zu beyond what pinned blocks give",
 			     size, align);
 		return NULL;
@@ -175,7 +172,7 @@ static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	while (rounded < size)
 		rounded <<= 1;
 	bin = bin_of(rounded);
-	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_lock(&ch->b.lock);
 	if (ch->pending)
 		process_pending(ch);
 	b = ch->bins[bin];
@@ -190,7 +187,7 @@ static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 		if (ch->allocated > ch->peak_allocated)
 			ch->peak_allocated = ch->allocated;
 	}
-	pthread_mutex_unlock(&ch->lock);
+	pthread_mutex_unlock(&ch->b.lock);
 	if (!b)
 		return NULL;
 	if (flags & ALLOY_ALLOC_ZERO)
@@ -203,11 +200,11 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 	struct ch *ch = ctx;
 	struct ch_block *b;
 
-	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_lock(&ch->b.lock);
 	b = alloy__ptrmap_get(&ch->blocks, ptr);
 	if (unlikely(!b || b->state != CH_ALLOCATED)) {
-		pthread_mutex_unlock(&ch->lock);
-		alloy__error(-EINVAL, ch->name,
+		pthread_mutex_unlock(&ch->b.lock);
+		alloy__error(-EINVAL, ch->b.name,
 			     "%p is not a live pinned block (double free?)", ptr);
 		return;
 	}
@@ -219,7 +216,7 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 	} else {
 		cache_block(ch, b);
 	}
-	pthread_mutex_unlock(&ch->lock);
+	pthread_mutex_unlock(&ch->b.lock);
 }
 
 static int ch_record_stream(void *ctx, void *ptr, void *stream)
@@ -229,10 +226,10 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 	void *ev = NULL;
 	int rc = 0;
 
-	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_lock(&ch->b.lock);
 	b = alloy__ptrmap_get(&ch->blocks, ptr);
 	if (!b || b->state != CH_ALLOCATED) {
-		rc = alloy__error(-EINVAL, ch->name,
+		rc = alloy__error(-EINVAL, ch->b.name,
 				  "record_stream: %p is not a live pinned block", ptr);
 		goto out_unlock;
 	}
@@ -241,7 +238,7 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 		void **v = realloc(b->events, (size_t)cap * sizeof(*v));
 
 		if (!v) {
-			rc = alloy__error(-ENOMEM, ch->name, "record_stream: no memory");
+			rc = alloy__error(-ENOMEM, ch->b.name, "record_stream: no memory");
 			goto out_unlock;
 		}
 		b->events = v;
@@ -249,16 +246,16 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 	}
 	if (ch->nspare)
 		ev = ch->spare_events[--ch->nspare];
-	else if ((rc = ch->src.ops->event_create(ch->src.ctx, 0, &ev)))
+	else if ((rc = ch->b.src.ops->event_create(ch->b.src.ctx, 0, &ev)))
 		goto out_unlock;
-	rc = ch->src.ops->event_record(ch->src.ctx, ev, stream);
+	rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev, stream);
 	if (rc) {
 		put_event(ch, ev);
 		goto out_unlock;
 	}
 	b->events[b->nevents++] = ev;
 out_unlock:
-	pthread_mutex_unlock(&ch->lock);
+	pthread_mutex_unlock(&ch->b.lock);
 	return rc;
 }
 
@@ -267,10 +264,10 @@ static long long ch_trim(void *ctx)
 	struct ch *ch = ctx;
 	long long freed;
 
-	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_lock(&ch->b.lock);
 	process_pending(ch);
 	freed = (long long)release_cached(ch);
-	pthread_mutex_unlock(&ch->lock);
+	pthread_mutex_unlock(&ch->b.lock);
 	return freed;
 }
 
@@ -278,7 +275,7 @@ static int ch_stats(void *ctx, struct alloy_allocator_stats *st)
 {
 	struct ch *ch = ctx;
 
-	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_lock(&ch->b.lock);
 	st->allocated = ch->allocated;
 	st->reserved = ch->reserved;
 	st->active = ch->allocated;
@@ -286,7 +283,7 @@ static int ch_stats(void *ctx, struct alloy_allocator_stats *st)
 	st->peak_reserved = ch->peak_reserved;
 	st->num_system_allocs = ch->host_allocs;
 	st->num_system_frees = ch->host_frees;
-	pthread_mutex_unlock(&ch->lock);
+	pthread_mutex_unlock(&ch->b.lock);
 	return 0;
 }
 
@@ -295,11 +292,11 @@ static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
 	struct ch *ch = ctx;
 	struct ch_block *b;
 
-	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_lock(&ch->b.lock);
 	b = alloy__ptrmap_get(&ch->blocks, ptr);
 	if (b)
 		size = b->size;
-	pthread_mutex_unlock(&ch->lock);
+	pthread_mutex_unlock(&ch->b.lock);
 	return size;
 }
 
@@ -319,19 +316,5 @@ static const struct alloy_allocator_ops ch_template = {
 int alloy__cuda_host_new(const struct alloy__devsrc *src, const char *name,
 			 const struct alloy_allocator_ops **ops, void **ctx)
 {
-	struct ch *ch;
-
-	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
-	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
-		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
-	ch = calloc(1, sizeof(*ch));
-	ALLOY_ENFORCE(ch, -ENOMEM, "no memory for allocator \"%s\"", name);
-	pthread_mutex_init(&ch->lock, NULL);
-	ch->src = *src;
-	snprintf(ch->name, sizeof(ch->name), "%s", name);
-	ch->ops = ch_template;
-	ch->ops.name = ch->name;
-	*ops = &ch->ops;
-	*ctx = ch;
-	return 0;
+	return alloy__cuda_base_new(sizeof(struct ch), src, name, &ch_template, ops, ctx);
 }

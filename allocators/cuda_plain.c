@@ -20,10 +20,7 @@
 #define PLAIN_ALIGN 256u /* what cudaMalloc guarantees */
 
 struct plain {
-	pthread_mutex_t lock;
-	struct alloy__devsrc src;
-	struct alloy_allocator_ops ops;
-	char name[ALLOY_NAME_MAX + 1];
+	struct alloy__cuda_base b; /* lock, src, ops, name */
 	struct alloy__ptrmap blocks; /* address -> device + 1 */
 };
 
@@ -36,23 +33,23 @@ static void *plain_alloc_async(void *ctx, size_t size, size_t align,
 	int rc;
 
 	if (unlikely(align > PLAIN_ALIGN)) {
-		alloy__error(-EINVAL, pl->name,
+		alloy__error(-EINVAL, pl->b.name,
 			     "alignment %zu is above the %u bytes cudaMalloc gives",
 			     align, PLAIN_ALIGN);
 		return NULL;
 	}
-	if (pl->src.ops->dev_malloc(pl->src.ctx, device, size, &p))
+	if (pl->b.src.ops->dev_malloc(pl->b.src.ctx, device, size, &p))
 		return NULL;
-	pthread_mutex_lock(&pl->lock);
+	pthread_mutex_lock(&pl->b.lock);
 	rc = alloy__ptrmap_put(&pl->blocks, p, (void *)(intptr_t)(device + 1));
-	pthread_mutex_unlock(&pl->lock);
+	pthread_mutex_unlock(&pl->b.lock);
 	if (rc) {
-		pl->src.ops->dev_free(pl->src.ctx, device, p);
-		alloy__error(-ENOMEM, pl->name, "no memory for the block map");
+		pl->b.src.ops->dev_free(pl->b.src.ctx, device, p);
+		alloy__error(-ENOMEM, pl->b.name, "no memory for the block map");
 		return NULL;
 	}
 	if (flags & ALLOY_ALLOC_ZERO)
-		pl->src.ops->dev_memset(pl->src.ctx, device, p, 0, size, stream);
+		pl->b.src.ops->dev_memset(pl->b.src.ctx, device, p, 0, size, stream);
 	return p;
 }
 
@@ -67,16 +64,16 @@ static void plain_free(void *ctx, void *ptr, size_t size, size_t align)
 	struct plain *pl = ctx;
 	intptr_t dev;
 
-	pthread_mutex_lock(&pl->lock);
+	pthread_mutex_lock(&pl->b.lock);
 	dev = (intptr_t)alloy__ptrmap_take(&pl->blocks, ptr);
-	pthread_mutex_unlock(&pl->lock);
+	pthread_mutex_unlock(&pl->b.lock);
 	if (!dev) {
-		alloy__error(-EINVAL, pl->name,
+		alloy__error(-EINVAL, pl->b.name,
 			     "%p was not allocated here (double free?)", ptr);
 		return;
 	}
 	/* cudaFree waits for the device: no stream can still be using it. */
-	pl->src.ops->dev_free(pl->src.ctx, (int)dev - 1, ptr);
+	pl->b.src.ops->dev_free(pl->b.src.ctx, (int)dev - 1, ptr);
 }
 
 static const struct alloy_allocator_ops plain_template = {
@@ -90,21 +87,7 @@ static const struct alloy_allocator_ops plain_template = {
 };
 
 int alloy__cuda_plain_new(const struct alloy__devsrc *src, const char *name,
-			  const struct alloy_allocator_ops **ops, void **ctx)
+			 const struct alloy_allocator_ops **ops, void **ctx)
 {
-	struct plain *pl;
-
-	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
-	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
-		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
-	pl = calloc(1, sizeof(*pl));
-	ALLOY_ENFORCE(pl, -ENOMEM, "no memory for allocator \"%s\"", name);
-	pthread_mutex_init(&pl->lock, NULL);
-	pl->src = *src;
-	snprintf(pl->name, sizeof(pl->name), "%s", name);
-	pl->ops = plain_template;
-	pl->ops.name = pl->name;
-	*ops = &pl->ops;
-	*ctx = pl;
-	return 0;
+	return alloy__cuda_base_new(sizeof(struct plain), src, name, &plain_template, ops, ctx);
 }

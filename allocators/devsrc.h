@@ -20,6 +20,7 @@
 #ifndef ALLOY_ALLOCATORS_DEVSRC_H
 #define ALLOY_ALLOCATORS_DEVSRC_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <alloy/allocator.h>
@@ -81,6 +82,24 @@ ALLOY_DEVSRC_PRIVATE struct alloy__devsrc
 alloy__cuda_sim_source(struct alloy_cuda_sim *sim);
 
 /* ---- policy code over a source ---------------------------------------- */
+
+/* What every allocator over a source starts with. */
+struct alloy__cuda_base {
+	pthread_mutex_t lock;
+	struct alloy__devsrc src;
+	struct alloy_allocator_ops ops; /* a template, named after name */
+	char name[ALLOY_NAME_MAX + 1];
+};
+
+/*
+ * Allocate a zeroed context of size bytes that starts with a struct
+ * alloy__cuda_base, set up from src, name and tmpl, and return what to
+ * register in *ops and *ctx (allocators/cuda_common.c).
+ */
+__attribute__((visibility("hidden"))) int
+alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
+		     const char *name, const struct alloy_allocator_ops *tmpl,
+		     const struct alloy_allocator_ops **ops, void **ctx);
 
 /*
  * The caching allocator, the pinned host allocator and the plain

@@ -3,9 +3,9 @@
  * tensor/syncedmem.c - SyncedMemory: one buffer, a host and a device copy,
  * and a head saying which is current (see alloy/syncedmem.h).
  *
- * The state machine is Caffe's: to_cpu() and to_gpu() bring their side up
- * to date (allocating zero-filled memory on first touch, copying when the
- * other side is ahead) and the accessors move the head.  Both copies are
+ * The state machine is Caffe's: bring() (its to_cpu and to_gpu) brings a
+ * side up to date (allocating zero-filled memory on first touch, copying
+ * when the other side is ahead) and the accessors move the head.  Both copies are
  * DataPtrs, so each returns to the allocator that made it whatever the
  * defaults are by the time the memory is destroyed.
  */
@@ -64,20 +64,21 @@ static struct alloy_device gpu_dev(const struct alloy_syncedmem *m)
 	return (struct alloy_device){ ALLOY_DEVICE_CUDA, (int16_t)m->device };
 }
 
-/* Host memory: pinned when a cuda_host default is set, so copies overlap. */
-static int alloc_host(struct alloy_syncedmem *m)
+/*
+ * Allocate one side.  Host memory is pinned when a cuda_host default is
+ * set, so that copies can overlap; device memory is on m's device.
+ */
+static int alloc_side(struct alloy_syncedmem *m, bool gpu, unsigned flags)
 {
-	int type = alloy_get_default(ALLOY_DEVICE_CUDA_HOST) ?
-			   ALLOY_DEVICE_CUDA_HOST : ALLOY_DEVICE_CPU;
+	int prev, type, rc;
 
-	return alloy_alloc_default(type, m->size, ALLOY_ALLOC_ZERO, &m->cpu);
-}
-
-static int alloc_gpu(struct alloy_syncedmem *m, unsigned flags)
-{
-	int prev = alloy_cuda_current_device();
-	int rc = alloy_cuda_set_device(m->device);
-
+	if (!gpu) {
+		type = alloy_get_default(ALLOY_DEVICE_CUDA_HOST) ?
+			       ALLOY_DEVICE_CUDA_HOST : ALLOY_DEVICE_CPU;
+		return alloy_alloc_default(type, m->size, flags, &m->cpu);
+	}
+	prev = alloy_cuda_current_device();
+	rc = alloy_cuda_set_device(m->device);
 	if (!rc)
 		rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, m->size, flags, &m->gpu);
 	alloy_cuda_set_device(prev);
@@ -86,103 +87,75 @@ static int alloc_gpu(struct alloy_syncedmem *m, unsigned flags)
 	return rc;
 }
 
-static int to_cpu(struct alloy_syncedmem *m)
+/*
+ * Caffe's to_cpu()/to_gpu(): bring one side up to date.  First touch
+ * allocates it zero-filled; when the other side is ahead, copy from it.
+ * Pinned or not, the host copy is host memory to the context.
+ */
+static int bring(struct alloy_syncedmem *m, bool gpu)
 {
+	struct alloy_data_ptr *mine = gpu ? &m->gpu : &m->cpu;
+	struct alloy_data_ptr *other = gpu ? &m->cpu : &m->gpu;
+	struct alloy_device mine_dev = gpu ? gpu_dev(m) : ALLOY_CPU;
+	struct alloy_device other_dev = gpu ? ALLOY_CPU : gpu_dev(m);
+	enum alloy_synced_head behind = gpu ? ALLOY_SYNCED_HEAD_AT_CPU :
+					      ALLOY_SYNCED_HEAD_AT_GPU;
 	int rc;
 
-	switch (m->head) {
-	case ALLOY_SYNCED_UNINITIALIZED:
-		rc = alloc_host(m);
+	if (m->head == ALLOY_SYNCED_UNINITIALIZED) {
+		rc = alloc_side(m, gpu, ALLOY_ALLOC_ZERO);
 		if (rc)
 			return rc;
-		m->head = ALLOY_SYNCED_HEAD_AT_CPU;
-		return 0;
-	case ALLOY_SYNCED_HEAD_AT_GPU:
-		if (!m->cpu.ptr && m->size) {
-			rc = alloc_host(m);
-			if (rc)
-				return rc;
-		}
-		/* Pinned or not, the host copy is host memory to the context. */
-		rc = alloy_copy_bytes(m->size, m->gpu.ptr, gpu_dev(m), m->cpu.ptr,
-				      ALLOY_CPU);
-		if (rc)
-			return rc;
-		m->head = ALLOY_SYNCED_SYNCED;
-		return 0;
-	default:
+		m->head = gpu ? ALLOY_SYNCED_HEAD_AT_GPU : ALLOY_SYNCED_HEAD_AT_CPU;
 		return 0;
 	}
+	if (m->head != behind)
+		return 0; /* this side is current already */
+	if (!mine->ptr && m->size) {
+		rc = alloc_side(m, gpu, 0);
+		if (rc)
+			return rc;
+	}
+	rc = alloy_copy_bytes(m->size, other->ptr, other_dev, mine->ptr, mine_dev);
+	if (rc)
+		return rc;
+	m->head = ALLOY_SYNCED_SYNCED;
+	return 0;
 }
 
-static int to_gpu(struct alloy_syncedmem *m)
+/* Bring one side up to date; a writer then moves the head to it. */
+static void *sync_side(struct alloy_syncedmem *m, const char *func, bool gpu,
+		    bool write)
 {
-	int rc;
-
-	switch (m->head) {
-	case ALLOY_SYNCED_UNINITIALIZED:
-		rc = alloc_gpu(m, ALLOY_ALLOC_ZERO);
-		if (rc)
-			return rc;
-		m->head = ALLOY_SYNCED_HEAD_AT_GPU;
-		return 0;
-	case ALLOY_SYNCED_HEAD_AT_CPU:
-		if (!m->gpu.ptr && m->size) {
-			rc = alloc_gpu(m, 0);
-			if (rc)
-				return rc;
-		}
-		rc = alloy_copy_bytes(m->size, m->cpu.ptr, ALLOY_CPU, m->gpu.ptr,
-				      gpu_dev(m));
-		if (rc)
-			return rc;
-		m->head = ALLOY_SYNCED_SYNCED;
-		return 0;
-	default:
-		return 0;
+	if (!m) {
+		alloy__error(-EINVAL, func, "m is NULL");
+		return NULL;
 	}
+	if (bring(m, gpu))
+		return NULL;
+	if (write)
+		m->head = gpu ? ALLOY_SYNCED_HEAD_AT_GPU : ALLOY_SYNCED_HEAD_AT_CPU;
+	return gpu ? m->gpu.ptr : m->cpu.ptr;
 }
 
 const void *alloy_syncedmem_cpu_data(struct alloy_syncedmem *m)
 {
-	if (!m) {
-		alloy__error(-EINVAL, __func__, "m is NULL");
-		return NULL;
-	}
-	return to_cpu(m) ? NULL : m->cpu.ptr;
+	return sync_side(m, __func__, false, false);
 }
 
 const void *alloy_syncedmem_gpu_data(struct alloy_syncedmem *m)
 {
-	if (!m) {
-		alloy__error(-EINVAL, __func__, "m is NULL");
-		return NULL;
-	}
-	return to_gpu(m) ? NULL : m->gpu.ptr;
+	return sync_side(m, __func__, true, false);
 }
 
 void *alloy_syncedmem_mutable_cpu_data(struct alloy_syncedmem *m)
 {
-	if (!m) {
-		alloy__error(-EINVAL, __func__, "m is NULL");
-		return NULL;
-	}
-	if (to_cpu(m))
-		return NULL;
-	m->head = ALLOY_SYNCED_HEAD_AT_CPU;
-	return m->cpu.ptr;
+	return sync_side(m, __func__, false, true);
 }
 
 void *alloy_syncedmem_mutable_gpu_data(struct alloy_syncedmem *m)
 {
-	if (!m) {
-		alloy__error(-EINVAL, __func__, "m is NULL");
-		return NULL;
-	}
-	if (to_gpu(m))
-		return NULL;
-	m->head = ALLOY_SYNCED_HEAD_AT_GPU;
-	return m->gpu.ptr;
+	return sync_side(m, __func__, true, true);
 }
 
 int alloy_syncedmem_set_cpu_data(struct alloy_syncedmem *m, void *data)
@@ -212,7 +185,7 @@ int alloy_syncedmem_async_gpu_push(struct alloy_syncedmem *m, void *stream)
 		      "head is %d, not HEAD_AT_CPU (%d): nothing to push",
 		      m->head, ALLOY_SYNCED_HEAD_AT_CPU);
 	if (!m->gpu.ptr && m->size) {
-		rc = alloc_gpu(m, 0);
+		rc = alloc_side(m, true, 0);
 		if (rc)
 			return rc;
 	}

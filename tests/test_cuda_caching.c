@@ -444,6 +444,24 @@ START_TEST(bad_option_in_conf_is_reported_and_ignored)
 }
 END_TEST
 
+START_TEST(capacity_option_sizes_the_simulated_device)
+{
+	struct alloy_allocator *a;
+	struct alloy_data_ptr x;
+
+	test_set_conf("cuda_caching_sim.capacity:64M");
+	ck_assert_int_eq(alloy_init(), 0);
+	a = alloy_find_allocator("cuda_caching_sim");
+	ck_assert_int_eq(alloy_alloc(a, 100 * MiB, 0, 0, &x), -ENOMEM);
+	ck_assert_ptr_null(alloy_allocator_ops(a)->alloc(alloy_allocator_ctx(a),
+							  100 * MiB, 0, 0));
+	ck_assert_msg(strstr(alloy_last_error(), "device total 64.00 MiB"), "%s",
+		      alloy_last_error());
+	get(a, 60 * MiB, &x);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
 START_TEST(roundup_power2_divisions_rounds_to_a_division)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -761,6 +779,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, max_split_size_keeps_big_blocks_whole);
 	tcase_add_test(tc, bad_options_are_refused_with_clear_errors);
 	tcase_add_test(tc, bad_option_in_conf_is_reported_and_ignored);
+	tcase_add_test(tc, capacity_option_sizes_the_simulated_device);
 	tcase_add_test(tc, roundup_power2_divisions_rounds_to_a_division);
 	tcase_add_test(tc, memory_fraction_limits_what_is_reserved);
 	tcase_add_test(tc, garbage_collection_releases_the_oldest_unused_segments);
