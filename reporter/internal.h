@@ -3,7 +3,7 @@
  * reporter/internal.h - what the files of the reporter share.
  *
  * reporter.c   enable/disable, the hooks, per-(allocator, device) counters
- * ptrtable.c   the sharded table of live blocks
+ * ptrtable.[ch] the sharded table of live blocks (hot path inline in .h)
  * stream.c     bounded, line-buffered output for the trace and event log
  * print.c      the summary and leak report in text or JSON
  */
@@ -71,15 +71,6 @@ struct rep_block {
 	uint32_t align;
 	void **frames;
 };
-
-/* Record a live block; 0, or -ENOMEM (then it is simply not recorded). */
-ALLOY_HIDDEN int alloy__ptrtable_insert(const struct rep_block *b);
-
-/*
- * Remove ptr and copy its record to *out: 0; -ENOENT never seen;
- * -EALREADY freed recently (a double free).  The caller owns out->frames.
- */
-ALLOY_HIDDEN int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out);
 
 /* No live block in any shard (each looked at under its lock). */
 ALLOY_HIDDEN bool alloy__ptrtable_empty(void);

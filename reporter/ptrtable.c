@@ -1,87 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * reporter/ptrtable.c - the table of live blocks, in 64 shards.
- *
- * A pointer's region picks its shard (see shard_of); each shard is an
- * open-addressing table with linear probing and its own spinlock, so two
- * threads only meet when their blocks come from the same regions.  Deletion shifts the following
- * run back instead of leaving tombstones, so the table never fills with
- * dead slots.  Each shard also remembers its last REP_RECENT frees, which
- * is how a second free of the same pointer is told from a pointer the
- * reporter never saw.
- *
- * The table's memory comes from libc, never from alloy: the reporter
- * must not report itself.
+ * reporter/ptrtable.c - the table of live blocks: growing a shard, and
+ * the slow operations over all shards.  The hot path is ptrtable.h.
  */
-#include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "internal.h"
+#include "ptrtable.h"
 
-#define NSHARDS 64
-#define REP_RECENT 32
 #define MIN_CAP 64
-_Static_assert(NSHARDS == 64, "shard_of takes the top 6 bits");
 
-struct shard {
-	atomic_flag lock;
-	size_t cap; /* power of two, or 0 */
-	size_t used;
-	struct rep_block *slots;
-	unsigned recent_next;
-	uintptr_t recent[REP_RECENT];
-} __attribute__((aligned(64)));
-
-static struct shard shards[NSHARDS];
-
-/*
- * Fibonacci hashing: one multiply, the top bits are well mixed.  Blocks
- * are at least 8-byte aligned, which the multiply carries upwards.
- */
-#define GOLDEN 0x9e3779b97f4a7c15ULL
-
-static inline uint64_t hash_ptr(uintptr_t p)
-{
-	return (uint64_t)p * GOLDEN;
-}
-
-static inline void shard_lock(struct shard *s)
-{
-	int spins = 0;
-
-	while (atomic_flag_test_and_set_explicit(&s->lock,
-						 memory_order_acquire))
-		if (++spins > 64) {
-			sched_yield();
-			spins = 0;
-		}
-}
-
-static inline void shard_unlock(struct shard *s)
-{
-	atomic_flag_clear_explicit(&s->lock, memory_order_release);
-}
-
-/*
- * The shard comes from the 2 MiB region the block lies in, not from the
- * block itself.  Allocators hand each thread (glibc arenas, jemalloc and
- * mimalloc thread caches) memory from regions of its own, so a thread
- * mostly meets only its own shards and their lines stay in its cache.
- */
-#define REGION_SHIFT 21
-
-static inline struct shard *shard_of(uintptr_t p, uint64_t *h)
-{
-	*h = hash_ptr(p);
-	return &shards[hash_ptr(p >> REGION_SHIFT) >> 58]; /* 64 shards */
-}
-
-/* The home slot: the top bits of the hash, as many as cap needs. */
-static inline size_t home(uint64_t h, size_t cap)
-{
-	return (size_t)(h >> (64 - __builtin_ctzll(cap)));
-}
+struct rep_shard alloy__rep_shards[REP_NSHARDS];
 
 /* Place b in slots (known not to hold it); cap has room. */
 static void place(struct rep_block *slots, size_t cap, const struct rep_block *b)
@@ -93,8 +21,7 @@ static void place(struct rep_block *slots, size_t cap, const struct rep_block *b
 	slots[i] = *b;
 }
 
-/* Double the shard's table (or make its first); under the lock. */
-static int grow(struct shard *s)
+int alloy__ptrtable_grow(struct rep_shard *s)
 {
 	size_t cap = s->cap ? 2 * s->cap : MIN_CAP;
 	struct rep_block *n = calloc(cap, sizeof(*n));
@@ -110,93 +37,13 @@ static int grow(struct shard *s)
 	return 0;
 }
 
-int alloy__ptrtable_insert(const struct rep_block *b)
-{
-	uint64_t h;
-	struct shard *s = shard_of(b->ptr, &h);
-	size_t i;
-
-	shard_lock(s);
-	/* Keep the load at most one half: probes stay short. */
-	if (2 * (s->used + 1) > s->cap && grow(s)) {
-		shard_unlock(s);
-		return -ENOMEM;
-	}
-	for (i = home(h, s->cap); s->slots[i].ptr; i = (i + 1) & (s->cap - 1))
-		if (s->slots[i].ptr == b->ptr)
-			break;
-	/* A pointer already live can only be one the reporter missed freeing. */
-	if (s->slots[i].ptr == b->ptr)
-		free(s->slots[i].frames);
-	else
-		s->used++;
-	s->slots[i] = *b;
-	shard_unlock(s);
-	return 0;
-}
-
-/* Remove slot i and shift back the run that follows it. */
-static void delete_at(struct shard *s, size_t i)
-{
-	size_t mask = s->cap - 1;
-	size_t j = i;
-
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!s->slots[j].ptr)
-			break;
-		size_t k = home(hash_ptr(s->slots[j].ptr), s->cap);
-
-		/* Move j to the hole at i unless its home lies in (i, j]. */
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-			s->slots[i] = s->slots[j];
-			i = j;
-		}
-	}
-	memset(&s->slots[i], 0, sizeof(s->slots[i]));
-	s->used--;
-}
-
-int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
-{
-	uint64_t h;
-	struct shard *s = shard_of(ptr, &h);
-	int rc = -ENOENT;
-
-	shard_lock(s);
-	if (s->cap) {
-		for (size_t i = home(h, s->cap); s->slots[i].ptr;
-		     i = (i + 1) & (s->cap - 1)) {
-			if (s->slots[i].ptr != ptr)
-				continue;
-			*out = s->slots[i];
-			delete_at(s, i);
-			s->recent[s->recent_next++ % REP_RECENT] = ptr;
-			rc = 0;
-			break;
-		}
-	}
-	/*
-	 * Not live but freed lately: a double free.  A pointer freed and
-	 * made again would have been found live above, so the ring needs no
-	 * cleaning when blocks are made.
-	 */
-	if (rc) {
-		for (int i = 0; i < REP_RECENT; i++)
-			if (s->recent[i] == ptr && ptr)
-				rc = -EALREADY;
-	}
-	shard_unlock(s);
-	return rc;
-}
-
 int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b, void *arg),
 			    void *arg)
 {
 	int rc = 0;
 
-	for (int n = 0; n < NSHARDS && !rc; n++) {
-		struct shard *s = &shards[n];
+	for (int n = 0; n < REP_NSHARDS && !rc; n++) {
+		struct rep_shard *s = &alloy__rep_shards[n];
 
 		shard_lock(s);
 		for (size_t i = 0; i < s->cap && !rc; i++)
@@ -211,10 +58,10 @@ bool alloy__ptrtable_empty(void)
 {
 	bool empty = true;
 
-	for (int n = 0; n < NSHARDS && empty; n++) {
-		shard_lock(&shards[n]);
-		empty = !shards[n].used;
-		shard_unlock(&shards[n]);
+	for (int n = 0; n < REP_NSHARDS && empty; n++) {
+		shard_lock(&alloy__rep_shards[n]);
+		empty = !alloy__rep_shards[n].used;
+		shard_unlock(&alloy__rep_shards[n]);
 	}
 	return empty;
 }

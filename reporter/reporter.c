@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ptrtable.h"
 #include "core/conf.h"
 
 struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
@@ -187,8 +188,8 @@ static void raise_peak(_Atomic int64_t *peak, int64_t v)
  * therefore exact; with several it can miss at most the other threads'
  * unpublished shares (each under REP_SLACK).
  */
-static void counter_add(struct rep_counter *c, struct alloy__tls *t,
-			int64_t bytes)
+static inline __attribute__((always_inline)) void
+counter_add(struct rep_counter *c, struct alloy__tls *t, int64_t bytes)
 {
 	int64_t u, v;
 
@@ -254,7 +255,8 @@ void alloy__rep_entry_counts(const struct rep_entry *e,
 }
 
 /* Count one allocation (bytes > 0) or free (bytes < 0). */
-static void account(struct rep_entry *e, int64_t bytes)
+static inline __attribute__((always_inline)) void
+account(struct rep_entry *e, int64_t bytes)
 {
 	struct alloy__tls *t = alloy__tls_self;
 

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reporter/ptrtable.h - the table of live blocks, in 64 shards: the hot
+ * operations, inline so that recording a block costs no extra calls.
+ *
+ * A pointer's region picks its shard (see shard_of); each shard is an
+ * open-addressing table with linear probing and its own spinlock, so two
+ * threads only meet when their blocks come from the same regions.
+ * Deletion shifts the following run back instead of leaving tombstones,
+ * so the table never fills with dead slots.  Each shard also remembers
+ * its last REP_RECENT frees, which is how a second free of the same
+ * pointer is told from a pointer the reporter never saw.
+ *
+ * The table's memory comes from libc, never from alloy: the reporter
+ * must not report itself.  Growing, listing and the rest are in
+ * ptrtable.c.
+ */
+#ifndef ALLOY_REPORTER_PTRTABLE_H
+#define ALLOY_REPORTER_PTRTABLE_H
+
+#include <sched.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define REP_NSHARDS 64
+#define REP_RECENT 32
+_Static_assert(REP_NSHARDS == 64, "shard_of takes the top 6 bits");
+
+struct rep_shard {
+	atomic_flag lock;
+	size_t cap; /* power of two, or 0 */
+	size_t used;
+	struct rep_block *slots;
+	unsigned recent_next;
+	uintptr_t recent[REP_RECENT];
+} __attribute__((aligned(64)));
+
+extern ALLOY_HIDDEN struct rep_shard alloy__rep_shards[REP_NSHARDS];
+
+/* Make room for one more block in s (under its lock): 0 or -ENOMEM. */
+ALLOY_HIDDEN int alloy__ptrtable_grow(struct rep_shard *s);
+
+/*
+ * Fibonacci hashing: one multiply, the top bits are well mixed.  Blocks
+ * are at least 8-byte aligned, which the multiply carries upwards.
+ */
+#define GOLDEN 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t hash_ptr(uintptr_t p)
+{
+	return (uint64_t)p * GOLDEN;
+}
+
+static inline void shard_lock(struct rep_shard *s)
+{
+	int spins = 0;
+
+	while (atomic_flag_test_and_set_explicit(&s->lock,
+						 memory_order_acquire))
+		if (++spins > 64) {
+			sched_yield();
+			spins = 0;
+		}
+}
+
+static inline void shard_unlock(struct rep_shard *s)
+{
+	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+}
+
+/*
+ * The shard comes from the 2 MiB region the block lies in, not from the
+ * block itself.  Allocators hand each thread (glibc arenas, jemalloc and
+ * mimalloc thread caches) memory from regions of its own, so a thread
+ * mostly meets only its own shards and their lines stay in its cache.
+ */
+#define REGION_SHIFT 21
+
+static inline struct rep_shard *shard_of(uintptr_t p, uint64_t *h)
+{
+	*h = hash_ptr(p);
+	return &alloy__rep_shards[hash_ptr(p >> REGION_SHIFT) >> 58]; /* 64 shards */
+}
+
+/* The home slot: the top bits of the hash, as many as cap needs. */
+static inline size_t home(uint64_t h, size_t cap)
+{
+	return (size_t)(h >> (64 - __builtin_ctzll(cap)));
+}
+
+/*
+ * Record a live block; 0, or -ENOMEM (then it is simply not recorded).
+ * A pointer already live can only be one the reporter missed freeing:
+ * its record is replaced.
+ */
+static inline int alloy__ptrtable_insert(const struct rep_block *b)
+{
+	uint64_t h;
+	struct rep_shard *s = shard_of(b->ptr, &h);
+	size_t i;
+
+	shard_lock(s);
+	/* Keep the load at most one half: probes stay short. */
+	if (unlikely(2 * (s->used + 1) > s->cap) && alloy__ptrtable_grow(s)) {
+		shard_unlock(s);
+		return -ENOMEM;
+	}
+	for (i = home(h, s->cap); s->slots[i].ptr; i = (i + 1) & (s->cap - 1))
+		if (s->slots[i].ptr == b->ptr)
+			break;
+	if (s->slots[i].ptr == b->ptr)
+		free(s->slots[i].frames);
+	else
+		s->used++;
+	s->slots[i] = *b;
+	shard_unlock(s);
+	return 0;
+}
+
+/* Remove slot i and shift back the run that follows it. */
+static inline void rep_delete_at(struct rep_shard *s, size_t i)
+{
+	size_t mask = s->cap - 1;
+	size_t j = i;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!s->slots[j].ptr)
+			break;
+		size_t k = home(hash_ptr(s->slots[j].ptr), s->cap);
+
+		/* Move j to the hole at i unless its home lies in (i, j]. */
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			s->slots[i] = s->slots[j];
+			i = j;
+		}
+	}
+	memset(&s->slots[i], 0, sizeof(s->slots[i]));
+	s->used--;
+}
+
+/*
+ * Remove ptr and copy its record to *out: 0; -ENOENT never seen;
+ * -EALREADY freed recently (a double free).  The caller owns out->frames.
+ */
+static inline int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
+{
+	uint64_t h;
+	struct rep_shard *s = shard_of(ptr, &h);
+	int rc = -ENOENT;
+
+	shard_lock(s);
+	if (s->cap) {
+		for (size_t i = home(h, s->cap); s->slots[i].ptr;
+		     i = (i + 1) & (s->cap - 1)) {
+			if (s->slots[i].ptr != ptr)
+				continue;
+			*out = s->slots[i];
+			rep_delete_at(s, i);
+			s->recent[s->recent_next++ % REP_RECENT] = ptr;
+			rc = 0;
+			break;
+		}
+	}
+	/*
+	 * Not live but freed lately: a double free.  A pointer freed and
+	 * made again would have been found live above, so the ring needs no
+	 * cleaning when blocks are made.
+	 */
+	if (rc) {
+		for (int i = 0; i < REP_RECENT; i++)
+			if (s->recent[i] == ptr && ptr)
+				rc = -EALREADY;
+	}
+	shard_unlock(s);
+	return rc;
+}
+
+#endif /* ALLOY_REPORTER_PTRTABLE_H */
