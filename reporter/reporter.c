@@ -41,7 +41,7 @@ static struct {
 	atomic_bool drained;       /* off, and no old-hook allocation in flight */
 	bool started;              /* hooks installed at least once */
 	bool backtrace;
-	atomic_bool tracing, logging;
+	atomic_bool tracing, logging, emitting;
 	struct rep_stream trace, log;
 	uint64_t t0_ns;            /* trace time origin */
 	_Atomic uint64_t unknown_frees, double_frees, untracked_frees;
@@ -326,16 +326,21 @@ static void emit(char op, uintptr_t ptr, const struct rep_block *b,
 	}
 }
 
+/* tracing || logging, kept in one flag for the hot path. */
 static bool emitting(void)
 {
-	return atomic_load_explicit(&R.tracing, memory_order_relaxed) ||
-	       atomic_load_explicit(&R.logging, memory_order_relaxed);
+	return atomic_load_explicit(&R.emitting, memory_order_relaxed);
+}
+
+static void update_emitting(void)
+{
+	atomic_store(&R.emitting, atomic_load(&R.tracing) || atomic_load(&R.logging));
 }
 
 /* ---- recording ----------------------------------------------------- */
 
-static void record_alloc(struct rep_entry *e, const void *ptr, size_t size,
-			 size_t align)
+static inline __attribute__((always_inline)) void
+record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 {
 	struct rep_block b = {
 		.ptr = (uintptr_t)ptr,
@@ -365,7 +370,8 @@ static void record_alloc(struct rep_entry *e, const void *ptr, size_t size,
 }
 
 /* Account the free of ptr; the table's record says what it was. */
-static int record_free(const void *ptr, bool by_hand)
+static inline __attribute__((always_inline)) int
+record_free(const void *ptr, bool by_hand)
 {
 	struct rep_block b;
 	int rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
@@ -624,11 +630,13 @@ static void at_exit(void)
 			     (unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
 			     (unsigned long long)(R.trace.lines - 2));
 		atomic_store(&R.tracing, false);
+		update_emitting();
 		alloy__stream_line(&R.trace, line, (size_t)n, 0);
 		alloy__stream_close(&R.trace);
 	}
 	if (atomic_load(&R.logging)) {
 		atomic_store(&R.logging, false);
+		update_emitting();
 		alloy__stream_close(&R.log);
 	}
 	if (alloy__conf.report[0]) {
@@ -671,6 +679,7 @@ static void start_trace(const char *where)
 		     "# op t_ns thread block size align allocator device");
 	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
 	atomic_store(&R.tracing, true);
+	update_emitting();
 }
 
 void alloy__reporter_start(void)
@@ -687,6 +696,7 @@ void alloy__reporter_start(void)
 					   alloy_last_error());
 		else
 			atomic_store(&R.logging, true);
+		update_emitting();
 	}
 	if (alloy_reporter_enable()) {
 		alloy__conf_report("report: %s; the reporter is off",
