@@ -3,7 +3,8 @@
  * tests/test_syncedmem.c - SyncedMemory on the simulated device: every
  * head transition (the behaviours Caffe's test_syncedmem checks), zero
  * fill on first touch, caller memory, async push, pinned host memory, and
- * allocations from the registry's current allocators.
+ * allocations from the registry's current allocators; and the cuda
+ * context those rest on (copies, async copies, tensor copy_from).
  */
 #include <string.h>
 
@@ -310,6 +311,101 @@ START_TEST(size_zero_is_valid)
 }
 END_TEST
 
+/* ---- the cuda context on the simulated device ---------------------------- */
+
+START_TEST(context_copies_every_direction)
+{
+	unsigned char host[N], back[N];
+	struct alloy_data_ptr d1, d2;
+
+	setup_sim(false);
+	for (int i = 0; i < N; i++)
+		host[i] = (unsigned char)(i * 13);
+	ck_assert_ok(alloy_context_new(gpu, N, &d1));
+	ck_assert_int_eq(d1.device.type, ALLOY_DEVICE_CUDA);
+	ck_assert_ptr_eq(alloy_data_ptr_allocator(&d1),
+			 alloy_find_allocator("cuda_caching_sim"));
+	ck_assert_ok(alloy_context_new(gpu, N, &d2));
+	ck_assert_ok(alloy_copy_bytes(N, host, ALLOY_CPU, d1.ptr, gpu));
+	ck_assert_ok(alloy_copy_bytes(N, d1.ptr, gpu, d2.ptr, gpu));
+	ck_assert_ok(alloy_copy_bytes(N, d2.ptr, gpu, back, ALLOY_CPU));
+	ck_assert_int_eq(memcmp(host, back, N), 0);
+	ck_assert_ok(alloy_context_synchronize(gpu));
+	alloy_data_ptr_free(&d1);
+	alloy_data_ptr_free(&d2);
+}
+END_TEST
+
+START_TEST(context_async_copy_completes_with_its_stream)
+{
+	struct alloy_cuda_sim *sim;
+	struct alloy_cuda_sim_counts c;
+	unsigned char host[N];
+	struct alloy_data_ptr d;
+	void *s1;
+
+	setup_sim(false);
+	sim = alloy_cuda_sim_builtin();
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_context_new(gpu, N, &d));
+	memset(host, 4, N);
+	ck_assert_ok(alloy_copy_bytes_async(N, host, ALLOY_CPU, d.ptr, gpu, s1));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_ge(c.copies, 1);
+	ck_assert_ok(alloy_context_synchronize(gpu));
+	check_gpu_bytes(d.ptr, 4);
+	alloy_data_ptr_free(&d);
+}
+END_TEST
+
+START_TEST(tensor_copy_from_crosses_to_the_device_and_back)
+{
+	const struct alloy_type_meta *f32 = alloy_type(ALLOY_TYPE_FLOAT);
+	int64_t dims[2] = { 3, 5 };
+	struct alloy_tensor *cpu, *dev, *back;
+	float *p;
+	const float *q;
+
+	setup_sim(false);
+	cpu = alloy_tensor_new_dims(ALLOY_CPU, dims, 2);
+	dev = alloy_tensor_new(gpu);
+	back = alloy_tensor_new(ALLOY_CPU);
+	ck_assert_ptr_nonnull(cpu);
+	ck_assert_ptr_nonnull(dev);
+	p = alloy_tensor_raw_mutable_data(cpu, f32);
+	for (int i = 0; i < 15; i++)
+		p[i] = (float)i * 1.5f;
+	ck_assert_ok(alloy_tensor_copy_from(dev, cpu));
+	ck_assert_ok(alloy_tensor_copy_from(back, dev));
+	q = alloy_tensor_data(back, f32);
+	ck_assert_ptr_nonnull(q);
+	for (int i = 0; i < 15; i++)
+		ck_assert_float_eq(q[i], (float)i * 1.5f);
+	ck_assert_int_eq(alloy_allocator_live_blocks(alloy_find_allocator("cuda_caching_sim")),
+			 1);
+	alloy_tensor_unref(cpu);
+	alloy_tensor_unref(dev);
+	alloy_tensor_unref(back);
+	ck_assert_int_eq(alloy_allocator_live_blocks(alloy_find_allocator("cuda_caching_sim")),
+			 0);
+}
+END_TEST
+
+START_TEST(context_without_a_cuda_default_names_the_problem)
+{
+	struct alloy_data_ptr d;
+
+	/* No default for cuda and the module is not there: a clean error. */
+	ck_assert_ok(alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()));
+	ck_assert_int_lt(alloy_context_new(gpu, 16, &d), 0);
+	ck_assert_ptr_null(d.ptr);
+	ck_assert_msg(strstr(alloy_last_error(), "cuda"), "%s", alloy_last_error());
+	/* A second context for cuda is refused. */
+	ck_assert_int_eq(alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()),
+			 -EEXIST);
+}
+END_TEST
+
 Suite *suite_syncedmem(void)
 {
 	Suite *s = suite_create("syncedmem");
@@ -329,6 +425,10 @@ Suite *suite_syncedmem(void)
 	tcase_add_test(tc, host_memory_is_pinned_when_a_pinned_default_exists);
 	tcase_add_test(tc, memory_comes_from_the_current_defaults);
 	tcase_add_test(tc, size_zero_is_valid);
+	tcase_add_test(tc, context_copies_every_direction);
+	tcase_add_test(tc, context_async_copy_completes_with_its_stream);
+	tcase_add_test(tc, tensor_copy_from_crosses_to_the_device_and_back);
+	tcase_add_test(tc, context_without_a_cuda_default_names_the_problem);
 	suite_add_tcase(s, tc);
 	return s;
 }
