@@ -65,18 +65,34 @@ static struct alloy_device gpu_dev(const struct alloy_syncedmem *m)
 }
 
 /*
- * Allocate one side.  Host memory is pinned when a cuda_host default is
- * set, so that copies can overlap; device memory is on m's device.
+ * The device type for host copies: cuda_host (pinned, so that copies can
+ * overlap) when it has a default.  When CUDA is present but no pinned
+ * default was chosen, the configured one (conf key cuda_host) is tried
+ * once per process; where it cannot load, host copies use the CPU default.
  */
+static int host_type(void)
+{
+	static atomic_bool tried;
+	const char *want;
+
+	if (alloy_get_default(ALLOY_DEVICE_CUDA_HOST))
+		return ALLOY_DEVICE_CUDA_HOST;
+	if (!alloy_has_context(ALLOY_DEVICE_CUDA) || atomic_exchange(&tried, true))
+		return ALLOY_DEVICE_CPU;
+	want = alloy_conf_get("cuda_host");
+	if (want && *want &&
+	    alloy_set_default_by_name(ALLOY_DEVICE_CUDA_HOST, want) == 0)
+		return ALLOY_DEVICE_CUDA_HOST;
+	return ALLOY_DEVICE_CPU;
+}
+
+/* Allocate one side; device memory is on m's device. */
 static int alloc_side(struct alloy_syncedmem *m, bool gpu, unsigned flags)
 {
-	int prev, type, rc;
+	int prev, rc;
 
-	if (!gpu) {
-		type = alloy_get_default(ALLOY_DEVICE_CUDA_HOST) ?
-			       ALLOY_DEVICE_CUDA_HOST : ALLOY_DEVICE_CPU;
-		return alloy_alloc_default(type, m->size, flags, &m->cpu);
-	}
+	if (!gpu)
+		return alloy_alloc_default(host_type(), m->size, flags, &m->cpu);
 	prev = alloy_cuda_current_device();
 	rc = alloy_cuda_set_device(m->device);
 	if (!rc)
