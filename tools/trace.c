@@ -212,20 +212,29 @@ static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live
 	if (e.op == TRACE_ALLOC) {
 		if (!size)
 			return fail(r, "allocation of 0 bytes");
-		n = blockmap_insert(live, block, size);
+		/* The live set maps a block to its allocation event. */
+		n = blockmap_insert(live, block, tr->nev);
 		if (n == -EEXIST)
 			return fail(r, "block %#llx allocated while live", block);
 		if (n)
 			return fail(r, "out of memory");
 	} else if (e.op == TRACE_FREE) {
 		struct blockmap_slot *b = blockmap_find(live, block);
+		const struct trace_event *a;
 
 		if (!b)
 			return fail(r, "free of block %#llx, which is not live",
 				    block);
-		if (b->value != size)
+		a = &tr->ev[b->value];
+		if (a->size != size)
 			return fail(r, "free of block %#llx with size %llu, allocated with %llu",
-				    block, size, (unsigned long long)b->value);
+				    block, size, (unsigned long long)a->size);
+		/* Else the summary would count a free where no allocation was. */
+		if (a->series != e.series)
+			return fail(r, "free of block %#llx by %s on %s, allocated by %s on %s",
+				    block, alloc, dev,
+				    tr->series[a->series].allocator,
+				    tr->series[a->series].device);
 		blockmap_remove(live, b);
 	}
 	if (push(tr, &e))
