@@ -945,6 +945,49 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 	return rc;
 }
 
+/* Unregistered (no live blocks): give the whole cache back. */
+static void cc_fini(void *ctx)
+{
+	cc_trim(ctx);
+}
+
+/*
+ * Grow or shrink keeping the contents: a new block on the old one's
+ * stream, a device-to-device copy ordered on that stream, then the old
+ * block freed (reused only by later work on the same stream).  Never a
+ * host memcpy: the bytes are on the device.
+ */
+static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
+			size_t align)
+{
+	struct cc *cc = ctx;
+	struct cc_block *b;
+	void *stream, *p;
+	int device;
+
+	pthread_mutex_lock(&cc->b.lock);
+	b = alloy__ptrmap_get(&cc->live, ptr);
+	stream = b ? b->seg->stream : NULL;
+	device = b ? b->seg->device : 0;
+	pthread_mutex_unlock(&cc->b.lock);
+	if (!b) {
+		alloy__error(-EINVAL, cc->b.name, "realloc: %p is not a live block",
+			     ptr);
+		return NULL;
+	}
+	p = cc_alloc_async(ctx, new_size, align, 0, stream);
+	if (!p)
+		return NULL;
+	if (cc->b.src.ops->copy(cc->b.src.ctx, device, p, ptr,
+				old_size < new_size ? old_size : new_size,
+				ALLOY__D2D, stream, false)) {
+		free_ptr(cc, p, false, NULL);
+		return NULL;
+	}
+	free_ptr(cc, ptr, false, NULL);
+	return p;
+}
+
 static const struct alloy_allocator_ops cc_template = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -952,6 +995,8 @@ static const struct alloy_allocator_ops cc_template = {
 	.device_type = ALLOY_DEVICE_CUDA,
 	.alloc = cc_alloc,
 	.free = cc_free,
+	.fini = cc_fini,
+	.realloc = cc_realloc,
 	.usable_size = cc_usable_size,
 	.trim = cc_trim,
 	.stats = alloy__cc_stats_op,

@@ -300,6 +300,12 @@ static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
 	return size;
 }
 
+/* Unregistered (no live blocks): give the cached blocks back. */
+static void ch_fini(void *ctx)
+{
+	ch_trim(ctx);
+}
+
 static const struct alloy_allocator_ops ch_template = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -307,6 +313,7 @@ static const struct alloy_allocator_ops ch_template = {
 	.device_type = ALLOY_DEVICE_CUDA_HOST,
 	.alloc = ch_alloc,
 	.free = ch_free,
+	.fini = ch_fini,
 	.usable_size = ch_usable_size,
 	.trim = ch_trim,
 	.stats = ch_stats,

@@ -76,6 +76,35 @@ static void plain_free(void *ctx, void *ptr, size_t size, size_t align)
 	pl->b.src.ops->dev_free(pl->b.src.ctx, (int)dev - 1, ptr);
 }
 
+/* Keep the contents with a device-to-device copy, never a host memcpy. */
+static void *plain_realloc(void *ctx, void *ptr, size_t old_size,
+			   size_t new_size, size_t align)
+{
+	struct plain *pl = ctx;
+	intptr_t dev;
+	void *p;
+
+	pthread_mutex_lock(&pl->b.lock);
+	dev = (intptr_t)alloy__ptrmap_get(&pl->blocks, ptr);
+	pthread_mutex_unlock(&pl->b.lock);
+	if (!dev) {
+		alloy__error(-EINVAL, pl->b.name, "realloc: %p is not a live block",
+			     ptr);
+		return NULL;
+	}
+	p = plain_alloc(ctx, new_size, align, 0);
+	if (!p)
+		return NULL;
+	if (pl->b.src.ops->copy(pl->b.src.ctx, (int)dev - 1, p, ptr,
+				old_size < new_size ? old_size : new_size,
+				ALLOY__D2D, NULL, true)) {
+		plain_free(ctx, p, new_size, align);
+		return NULL;
+	}
+	plain_free(ctx, ptr, old_size, align);
+	return p;
+}
+
 static const struct alloy_allocator_ops plain_template = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -83,6 +112,7 @@ static const struct alloy_allocator_ops plain_template = {
 	.device_type = ALLOY_DEVICE_CUDA,
 	.alloc = plain_alloc,
 	.free = plain_free,
+	.realloc = plain_realloc,
 	.alloc_async = plain_alloc_async,
 };
 

@@ -713,6 +713,80 @@ START_TEST(registry_stats_come_from_the_allocator)
 }
 END_TEST
 
+START_TEST(realloc_copies_on_the_device)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_cuda_sim_counts c0, c1;
+	struct alloy_data_ptr x;
+	unsigned char *p;
+
+	get(a, 1000, &x);
+	memset(x.ptr, 0x3c, 1000); /* simulated device memory is host memory */
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 300000));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.copies, c0.copies + 1);
+	p = x.ptr;
+	for (int i = 0; i < 1000; i++)
+		ck_assert_uint_eq(p[i], 0x3c);
+	ck_assert_int_eq(stats(a).allocation[0].current, 1);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].current, 300032);
+	alloy_data_ptr_free(&x);
+}
+END_TEST
+
+START_TEST(plain_allocator_makes_a_device_call_per_block)
+{
+	struct alloy_allocator *pl;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_data_ptr x;
+	int dummy;
+
+	ck_assert_ok(alloy_cuda_sim_create(64 * MiB, &sim));
+	ck_assert_ok(alloy_cuda_plain_register_sim(sim, "plain_test", &pl));
+	for (int i = 0; i < 10; i++) {
+		ck_assert_ok(alloy_alloc(pl, 1000, 0, ALLOY_ALLOC_ZERO, &x));
+		ck_assert_uint_eq(((unsigned char *)x.ptr)[999], 0);
+		memset(x.ptr, 7, 1000);
+		ck_assert_ok(alloy_data_ptr_realloc(&x, 5000));
+		ck_assert_uint_eq(((unsigned char *)x.ptr)[999], 7);
+		alloy_data_ptr_free(&x);
+	}
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_mallocs, 20);
+	ck_assert_uint_eq(c.dev_frees, 20);
+	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
+	/* Beyond the device: the source's message comes through the op. */
+	ck_assert_ptr_null(alloy_allocator_ops(pl)->alloc(alloy_allocator_ctx(pl),
+							   100 * MiB, 0, 0));
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "out of memory"));
+	alloy_allocator_ops(pl)->free(alloy_allocator_ctx(pl), &dummy, 4, 8);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "double free"));
+}
+END_TEST
+
+START_TEST(unregistering_returns_the_cache)
+{
+	struct alloy_allocator *a = fresh(1ull << 30), *h;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_data_ptr x, y;
+
+	ck_assert_ok(alloy_cuda_host_register_sim(sim, "ch_gone", &h));
+	get(a, 5 * MiB, &x);
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &y));
+	alloy_data_ptr_free(&x);
+	alloy_data_ptr_free(&y);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_bytes_in_use, 20 * MiB);
+	ck_assert_uint_eq(c.host_bytes_in_use, 4096);
+	ck_assert_ok(alloy_unregister_allocator("cc_test"));
+	ck_assert_ok(alloy_unregister_allocator("ch_gone"));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
+	ck_assert_uint_eq(c.host_bytes_in_use, 0);
+}
+END_TEST
+
 START_TEST(conf_selects_it_as_the_cuda_default)
 {
 	test_set_conf("cuda:cuda_caching_sim");
@@ -788,6 +862,9 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);
 	tcase_add_test(tc, peaks_reset_to_current);
 	tcase_add_test(tc, registry_stats_come_from_the_allocator);
+	tcase_add_test(tc, realloc_copies_on_the_device);
+	tcase_add_test(tc, plain_allocator_makes_a_device_call_per_block);
+	tcase_add_test(tc, unregistering_returns_the_cache);
 	tcase_add_test(tc, conf_selects_it_as_the_cuda_default);
 	tcase_add_test(tc, threads_share_it_safely);
 	suite_add_tcase(s, tc);
