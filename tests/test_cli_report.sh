@@ -4,30 +4,10 @@
 # exit report and trace, `alloy report` in every format, `alloy replay`
 # reproducing the demo's peak, and bad traces refused without clobbering.
 set -u
-ALLOY=${ALLOY:-./alloy}
-pass=0
-fail=0
 dir=$(mktemp -d)
 out=$dir/out err=$dir/err
 trap 'rm -rf "$dir"' EXIT
-
-check() { # description, then a shell condition
-	desc=$1
-	shift
-	if eval "$@"; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		echo "FAIL: $desc"
-		echo "  stdout: $(head -c 600 "$out")"
-		echo "  stderr: $(head -c 600 "$err")"
-	fi
-}
-
-run() { # exit status of the alloy command, output in $out/$err
-	"$ALLOY" "$@" >"$out" 2>"$err"
-	echo $?
-}
+. "$(dirname "$0")/clitest.sh"
 
 # The demo with the reporter on: a summary per allocator, no leaks.
 ALLOY_CONF="report:stderr,trace:$dir/t.trace" "$ALLOY" demo >"$out" 2>"$err"
@@ -75,5 +55,4 @@ grep -v "^end " "$dir/t.trace" >"$dir/crash.trace"
 rc=$(run report "$dir/crash.trace")
 check "trace without end record reports with a warning" '[ "$rc" = 0 ] && grep -q "no end record" "$err" && grep -q "^peak $demo_peak" "$out"'
 
-echo "test_cli_report: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+clitest_done test_cli_report

@@ -161,13 +161,11 @@ static int push(struct trace *tr, const struct trace_event *e)
 
 static bool valid_name(const char *s)
 {
-	if (!*s || strlen(s) > ALLOY_NAME_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_'))
-			return false;
-	return true;
+	size_t n = strlen(s);
+
+	return n && n <= ALLOY_NAME_MAX &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789_") == n;
 }
 
 static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live,
