@@ -46,14 +46,15 @@ struct rep_counter {
 struct rep_entry {
 	_Atomic uint64_t key; /* 0: unused; see entry_key() in reporter.c */
 	atomic_bool ready;    /* name, device and slots are valid */
-	int slots;            /* first tcount slot */
+	int slots;	      /* first tcount slot */
 	struct alloy_device device;
 	char name[ALLOY_NAME_MAX + 1];
 	struct rep_counter bytes;
 };
 
 /* The entries, indexed by the number ptrtable records carry. */
-extern ALLOY_HIDDEN struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
+extern ALLOY_HIDDEN struct rep_entry
+	alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
 
 /* Read the counts of one entry (sums over threads). */
 ALLOY_HIDDEN void alloy__rep_entry_counts(const struct rep_entry *e,
@@ -66,7 +67,7 @@ ALLOY_HIDDEN void alloy__rep_entry_counts(const struct rep_entry *e,
 struct rep_block {
 	uintptr_t ptr; /* 0: empty slot */
 	uint64_t size;
-	uint16_t entry;   /* index into alloy__rep_entries */
+	uint16_t entry;	  /* index into alloy__rep_entries */
 	uint16_t nframes; /* allocation site, with backtrace:1 */
 	uint32_t align;
 	void **frames;
@@ -93,8 +94,8 @@ ALLOY_HIDDEN int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b,
  */
 struct rep_stream {
 	pthread_mutex_t lock;
-	int fd;          /* -1: closed */
-	bool own_fd;     /* opened by us (not stderr/stdout) */
+	int fd;		 /* -1: closed */
+	bool own_fd;	 /* opened by us (not stderr/stdout) */
 	bool line_flush; /* write every line at once (terminals, stderr) */
 	char *buf;
 	size_t len, cap;
@@ -119,8 +120,8 @@ ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);
 /* ---- printing (print.c) --------------------------------------------- */
 
 /* Format the device as "cpu:0" into buf. */
-ALLOY_HIDDEN const char *alloy__rep_device_str(struct alloy_device d,
-					       char *buf, size_t len);
+ALLOY_HIDDEN const char *alloy__rep_device_str(struct alloy_device d, char *buf,
+					       size_t len);
 
 /* Called by init.c once ALLOY_CONF is parsed (declared in core). */
 ALLOY_HIDDEN void alloy__reporter_start(void);

@@ -70,9 +70,10 @@ static void put_counts(struct out *o, const char *name, const char *dev,
 		put_json_string(o, name);
 		put(o, ", \"device\": ");
 		put_json_string(o, dev);
-		put(o, ", \"current_bytes\": %llu, \"peak_bytes\": %llu, "
-		       "\"total_bytes\": %llu, \"allocs\": %llu, \"frees\": %llu, "
-		       "\"live_blocks\": %llu}",
+		put(o,
+		    ", \"current_bytes\": %llu, \"peak_bytes\": %llu, "
+		    "\"total_bytes\": %llu, \"allocs\": %llu, \"frees\": %llu, "
+		    "\"live_blocks\": %llu}",
 		    (unsigned long long)c->current_bytes,
 		    (unsigned long long)c->peak_bytes,
 		    (unsigned long long)c->total_bytes,
@@ -82,9 +83,9 @@ static void put_counts(struct out *o, const char *name, const char *dev,
 	}
 	put(o, "%-16s %-11s %13llu %13llu %15llu %10llu %10llu %8llu\n", name,
 	    dev, (unsigned long long)c->current_bytes,
-	    (unsigned long long)c->peak_bytes, (unsigned long long)c->total_bytes,
-	    (unsigned long long)c->allocs, (unsigned long long)c->frees,
-	    (unsigned long long)c->live_blocks);
+	    (unsigned long long)c->peak_bytes,
+	    (unsigned long long)c->total_bytes, (unsigned long long)c->allocs,
+	    (unsigned long long)c->frees, (unsigned long long)c->live_blocks);
 }
 
 struct leaks {
@@ -108,7 +109,8 @@ static int put_leak(const struct rep_block *b, void *arg)
 	if (b->nframes)
 		syms = backtrace_symbols(b->frames, b->nframes);
 	if (o->json) {
-		put(o, "%s\n    {\"ptr\": \"%#llx\", \"size\": %llu, \"allocator\": ",
+		put(o,
+		    "%s\n    {\"ptr\": \"%#llx\", \"size\": %llu, \"allocator\": ",
 		    l->blocks > 1 ? "," : "", (unsigned long long)b->ptr,
 		    (unsigned long long)b->size);
 		put_json_string(o, e->name);
@@ -141,13 +143,14 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 			 enum alloy_report_format format, bool leaks)
 {
 	struct alloy_reporter_snapshot *s;
-	struct out o = { write ? write : stderr_write, arg,
-			 format == ALLOY_REPORT_JSON };
-	struct leaks l = { &o, 0, 0 };
+	struct out o = {write ? write : stderr_write, arg,
+			format == ALLOY_REPORT_JSON};
+	struct leaks l = {&o, 0, 0};
 	char dev[32];
 	int rc;
 
-	ALLOY_ENFORCE(format == ALLOY_REPORT_TEXT || format == ALLOY_REPORT_JSON,
+	ALLOY_ENFORCE(format == ALLOY_REPORT_TEXT ||
+			      format == ALLOY_REPORT_JSON,
 		      -EINVAL, "unknown format %d", (int)format);
 	s = calloc(1, sizeof(*s));
 	ALLOY_ENFORCE(s, -ENOMEM, "no memory for a snapshot");
@@ -158,11 +161,14 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 		goto out_free;
 
 	if (o.json)
-		put(&o, "{\"alloy_reporter\": %d, \"enabled\": %s,\n \"entries\": [",
-		    ALLOY_REPORTER_SNAPSHOT_VERSION, s->enabled ? "true" : "false");
+		put(&o,
+		    "{\"alloy_reporter\": %d, \"enabled\": %s,\n \"entries\": [",
+		    ALLOY_REPORTER_SNAPSHOT_VERSION,
+		    s->enabled ? "true" : "false");
 	else
-		put(&o, "alloy reporter: memory by allocator and device (bytes)\n"
-			"%-16s %-11s %13s %13s %15s %10s %10s %8s\n",
+		put(&o,
+		    "alloy reporter: memory by allocator and device (bytes)\n"
+		    "%-16s %-11s %13s %13s %15s %10s %10s %8s\n",
 		    "allocator", "device", "current", "peak", "total", "allocs",
 		    "frees", "live");
 	for (uint32_t i = 0; i < s->nentries; i++) {
@@ -178,14 +184,16 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 		put(&o, "],\n \"total\": ");
 	put_counts(&o, "(all)", o.json ? "all" : "", &s->total);
 	if (o.json)
-		put(&o, ",\n \"unknown_frees\": %llu, \"double_frees\": %llu, "
-			"\"untracked_frees\": %llu",
+		put(&o,
+		    ",\n \"unknown_frees\": %llu, \"double_frees\": %llu, "
+		    "\"untracked_frees\": %llu",
 		    (unsigned long long)s->unknown_frees,
 		    (unsigned long long)s->double_frees,
 		    (unsigned long long)s->untracked_frees);
 	else
-		put(&o, "unknown frees %llu, double frees %llu, "
-			"frees of blocks made while off %llu\n",
+		put(&o,
+		    "unknown frees %llu, double frees %llu, "
+		    "frees of blocks made while off %llu\n",
 		    (unsigned long long)s->unknown_frees,
 		    (unsigned long long)s->double_frees,
 		    (unsigned long long)s->untracked_frees);
@@ -196,7 +204,8 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 			put(&o, "leaks (blocks still live):\n");
 		alloy__ptrtable_foreach(put_leak, &l);
 		if (o.json)
-			put(&o, "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
+			put(&o,
+			    "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
 			    (unsigned long long)l.blocks,
 			    (unsigned long long)l.bytes);
 		else if (l.blocks > MAX_LISTED)

@@ -12,7 +12,8 @@
 struct rep_shard alloy__rep_shards[REP_NSHARDS];
 
 /* Place b in slots (known not to hold it); cap has room. */
-static void place(struct rep_block *slots, size_t cap, const struct rep_block *b)
+static void place(struct rep_block *slots, size_t cap,
+		  const struct rep_block *b)
 {
 	size_t i = home(hash_ptr(b->ptr), cap);
 

@@ -24,7 +24,7 @@
 #include "internal.h"
 
 #define REP_NSHARDS 64
-#define REP_RECENT 32
+#define REP_RECENT  32
 _Static_assert(REP_NSHARDS == 64, "shard_of takes the top 6 bits");
 
 struct rep_shard {
@@ -80,7 +80,8 @@ static inline void shard_unlock(struct rep_shard *s)
 static inline struct rep_shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &alloy__rep_shards[hash_ptr(p >> REGION_SHIFT) >> 58]; /* 64 shards */
+	return &alloy__rep_shards[hash_ptr(p >> REGION_SHIFT) >>
+				  58]; /* 64 shards */
 }
 
 /* The home slot: the top bits of the hash, as many as cap needs. */
@@ -131,7 +132,8 @@ static inline void rep_delete_at(struct rep_shard *s, size_t i)
 		size_t k = home(hash_ptr(s->slots[j].ptr), s->cap);
 
 		/* Move j to the hole at i unless its home lies in (i, j]. */
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+		if ((j > i && (k <= i || k > j)) ||
+		    (j < i && (k <= i && k > j))) {
 			s->slots[i] = s->slots[j];
 			i = j;
 		}

@@ -27,23 +27,23 @@
 
 struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
 
-#define TRACE_BUF (64 * 1024)
-#define LOG_BUF (16 * 1024)
+#define TRACE_BUF     (64 * 1024)
+#define LOG_BUF	      (16 * 1024)
 #define TRACE_VERSION 1
 
 static struct {
 	pthread_once_t once;
 	int init_rc;
-	int slots;                 /* first of MAX_ENTRIES * REP_C_COUNT */
-	pthread_mutex_t lock;      /* entry creation, enable/disable */
-	atomic_bool ready;         /* init_once succeeded */
+	int slots;	      /* first of MAX_ENTRIES * REP_C_COUNT */
+	pthread_mutex_t lock; /* entry creation, enable/disable */
+	atomic_bool ready;    /* init_once succeeded */
 	atomic_bool enabled;
-	atomic_bool drained;       /* off, and no old-hook allocation in flight */
-	bool started;              /* hooks installed at least once */
+	atomic_bool drained; /* off, and no old-hook allocation in flight */
+	bool started;	     /* hooks installed at least once */
 	bool backtrace;
 	atomic_bool tracing, logging, emitting;
 	struct rep_stream trace, log;
-	uint64_t t0_ns;            /* trace time origin */
+	uint64_t t0_ns; /* trace time origin */
 	_Atomic uint64_t unknown_frees, double_frees, untracked_frees;
 	struct rep_counter all; /* over all entries */
 } R = {
@@ -64,11 +64,13 @@ static void counter_init(struct rep_counter *c, int slot);
 
 static void init_once(void)
 {
-	R.slots = alloy__tcount_reserve(ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT + 1);
+	R.slots = alloy__tcount_reserve(
+		ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT + 1);
 	R.init_rc = R.slots < 0 ? R.slots : 0;
 	if (R.init_rc)
 		return;
-	counter_init(&R.all, R.slots + ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT);
+	counter_init(&R.all,
+		     R.slots + ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT);
 	atomic_store(&R.ready, true);
 }
 
@@ -102,8 +104,8 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 	size_t n = ALLOY_REPORTER_MAX_ENTRIES;
 
 	pthread_mutex_lock(&R.lock);
-	for (size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL >> 58), k = 0; k < n;
-	     k++, i = (i + 1) % n) {
+	for (size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL >> 58), k = 0;
+	     k < n; k++, i = (i + 1) % n) {
 		uint64_t have = atomic_load(&alloy__rep_entries[i].key);
 
 		if (have == key || !have) {
@@ -112,7 +114,8 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 		}
 	}
 	if (e && !atomic_load(&e->key)) {
-		int base = R.slots + (int)(e - alloy__rep_entries) * REP_C_COUNT;
+		int base =
+			R.slots + (int)(e - alloy__rep_entries) * REP_C_COUNT;
 
 		snprintf(e->name, sizeof(e->name), "%s", name);
 		e->device = d;
@@ -135,10 +138,11 @@ static struct rep_entry *entry_find(unsigned long serial, const char *name,
 	size_t n = ALLOY_REPORTER_MAX_ENTRIES;
 
 	/* Same probe order as entry_make: the table only ever fills up. */
-	for (size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL >> 58), k = 0; k < n;
-	     k++, i = (i + 1) % n) {
+	for (size_t i = (size_t)(key * 0x9e3779b97f4a7c15ULL >> 58), k = 0;
+	     k < n; k++, i = (i + 1) % n) {
 		struct rep_entry *e = &alloy__rep_entries[i];
-		uint64_t have = atomic_load_explicit(&e->key, memory_order_acquire);
+		uint64_t have =
+			atomic_load_explicit(&e->key, memory_order_acquire);
 
 		if (have == key)
 			return e;
@@ -158,9 +162,8 @@ static __thread struct {
 	struct rep_entry *e;
 } last_entry __attribute__((tls_model("initial-exec")));
 
-static inline struct rep_entry *entry_get(unsigned long serial,
-					  const char *name,
-					  struct alloy_device d)
+static inline struct rep_entry *
+entry_get(unsigned long serial, const char *name, struct alloy_device d)
 {
 	uint64_t key = entry_key(serial, d);
 
@@ -175,9 +178,9 @@ static void raise_peak(_Atomic int64_t *peak, int64_t v)
 {
 	int64_t p = atomic_load_explicit(peak, memory_order_relaxed);
 
-	while (v > p && !atomic_compare_exchange_weak_explicit(
-				peak, &p, v, memory_order_relaxed,
-				memory_order_relaxed))
+	while (v > p &&
+	       !atomic_compare_exchange_weak_explicit(
+		       peak, &p, v, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -206,8 +209,11 @@ counter_add(struct rep_counter *c, struct alloy__tls *t, int64_t bytes)
 	    (u > REP_SLACK ||
 	     atomic_load_explicit(&c->pub, memory_order_relaxed) + u >
 		     atomic_load_explicit(&c->peak, memory_order_relaxed))) {
-		v = atomic_fetch_add_explicit(&c->pub, u, memory_order_relaxed) + u;
-		atomic_store_explicit(&t->count[c->slot], 0, memory_order_relaxed);
+		v = atomic_fetch_add_explicit(&c->pub, u,
+					      memory_order_relaxed) +
+		    u;
+		atomic_store_explicit(&t->count[c->slot], 0,
+				      memory_order_relaxed);
 		raise_peak(&c->peak, v);
 		return;
 	}
@@ -255,8 +261,8 @@ void alloy__rep_entry_counts(const struct rep_entry *e,
 }
 
 /* Count one allocation (bytes > 0) or free (bytes < 0). */
-static inline __attribute__((always_inline)) void
-account(struct rep_entry *e, int64_t bytes)
+static inline __attribute__((always_inline)) void account(struct rep_entry *e,
+							  int64_t bytes)
 {
 	struct alloy__tls *t = alloy__tls_self;
 
@@ -309,14 +315,15 @@ static void emit(char op, uintptr_t ptr, const struct rep_block *b,
 	}
 	if (atomic_load_explicit(&R.logging, memory_order_relaxed)) {
 		if (b)
-			n = snprintf(line, sizeof(line),
-				     "alloy: %s %llu bytes %s %s (%s), total %lld bytes",
-				     op == 'a' ? "alloc" : "free",
-				     (unsigned long long)b->size,
-				     op == 'a' ? "from" : "to", e->name,
-				     alloy__rep_device_str(e->device, dev,
-							   sizeof(dev)),
-				     (long long)total);
+			n = snprintf(
+				line, sizeof(line),
+				"alloy: %s %llu bytes %s %s (%s), total %lld bytes",
+				op == 'a' ? "alloc" : "free",
+				(unsigned long long)b->size,
+				op == 'a' ? "from" : "to", e->name,
+				alloy__rep_device_str(e->device, dev,
+						      sizeof(dev)),
+				(long long)total);
 		else
 			n = snprintf(line, sizeof(line),
 				     "alloy: %s free of %#llx",
@@ -334,7 +341,8 @@ static bool emitting(void)
 
 static void update_emitting(void)
 {
-	atomic_store(&R.emitting, atomic_load(&R.tracing) || atomic_load(&R.logging));
+	atomic_store(&R.emitting,
+		     atomic_load(&R.tracing) || atomic_load(&R.logging));
 }
 
 /* ---- recording ----------------------------------------------------- */
@@ -354,13 +362,16 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 		int n = backtrace(frames, REP_MAX_FRAMES + 2);
 
 		/* Skip this function and the hook: start at the caller. */
-		if (n > 2 && (b.frames = malloc((size_t)(n - 2) * sizeof(void *)))) {
-			memcpy(b.frames, frames + 2, (size_t)(n - 2) * sizeof(void *));
+		if (n > 2 &&
+		    (b.frames = malloc((size_t)(n - 2) * sizeof(void *)))) {
+			memcpy(b.frames, frames + 2,
+			       (size_t)(n - 2) * sizeof(void *));
 			b.nframes = (uint16_t)(n - 2);
 		}
 	}
 	if (alloy__ptrtable_insert(&b)) {
-		/* Not recorded at all, so its free will not be counted either. */
+		/* Not recorded at all, so its free will not be counted either.
+		 */
 		free(b.frames);
 		return;
 	}
@@ -370,8 +381,8 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 }
 
 /* Account the free of ptr; the table's record says what it was. */
-static inline __attribute__((always_inline)) int
-record_free(const void *ptr, bool by_hand)
+static inline __attribute__((always_inline)) int record_free(const void *ptr,
+							     bool by_hand)
 {
 	struct rep_block b;
 	int rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
@@ -383,8 +394,9 @@ record_free(const void *ptr, bool by_hand)
 			atomic_fetch_add(&R.untracked_frees, 1);
 			return 0;
 		}
-		atomic_fetch_add(rc == -EALREADY ? &R.double_frees :
-						   &R.unknown_frees, 1);
+		atomic_fetch_add(rc == -EALREADY ? &R.double_frees
+						 : &R.unknown_frees,
+				 1);
 		if (emitting())
 			emit(rc == -EALREADY ? 'd' : 'u', (uintptr_t)ptr, NULL,
 			     NULL, 0);
@@ -399,7 +411,8 @@ record_free(const void *ptr, bool by_hand)
 	return 0;
 }
 
-static void hook_alloc(struct alloy_allocator *a, const struct alloy_data_ptr *dp)
+static void hook_alloc(struct alloy_allocator *a,
+		       const struct alloy_data_ptr *dp)
 {
 	struct rep_entry *e = entry_get(a->serial, a->name, dp->device);
 
@@ -425,7 +438,8 @@ static void maybe_unhook(void)
 	pthread_mutex_unlock(&R.lock);
 }
 
-static void hook_free(struct alloy_allocator *a, const struct alloy_data_ptr *dp)
+static void hook_free(struct alloy_allocator *a,
+		      const struct alloy_data_ptr *dp)
 {
 	(void)a;
 	record_free(dp->ptr, false);
@@ -533,9 +547,10 @@ int alloy_reporter_note_free(const void *ptr)
 	if (rc == -EALREADY)
 		return alloy__error(rc, __func__, "double free of %p", ptr);
 	if (rc)
-		return alloy__error(rc, __func__,
-				    "free of %p, which the reporter never saw allocated",
-				    ptr);
+		return alloy__error(
+			rc, __func__,
+			"free of %p, which the reporter never saw allocated",
+			ptr);
 	return 0;
 }
 
@@ -626,9 +641,10 @@ static void at_exit(void)
 	int n;
 
 	if (atomic_load(&R.tracing)) {
-		n = snprintf(line, sizeof(line), "end %llu %llu",
-			     (unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
-			     (unsigned long long)(R.trace.lines - 2));
+		n = snprintf(
+			line, sizeof(line), "end %llu %llu",
+			(unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
+			(unsigned long long)(R.trace.lines - 2));
 		atomic_store(&R.tracing, false);
 		update_emitting();
 		alloy__stream_line(&R.trace, line, (size_t)n, 0);
@@ -642,17 +658,19 @@ static void at_exit(void)
 	if (alloy__conf.report[0]) {
 		const char *where = alloy__conf.report;
 		bool std = !strcmp(where, "stderr") || !strcmp(where, "stdout");
-		FILE *f = !strcmp(where, "stderr") ? stderr :
-			  !strcmp(where, "stdout") ? stdout : fopen(where, "w");
+		FILE *f = !strcmp(where, "stderr")   ? stderr
+			  : !strcmp(where, "stdout") ? stdout
+						     : fopen(where, "w");
 		bool json = !strcmp(alloy__conf.report_format, "json");
 
 		if (!f) {
-			fprintf(stderr, "alloy: report: cannot open \"%s\"\n", where);
+			fprintf(stderr, "alloy: report: cannot open \"%s\"\n",
+				where);
 			return;
 		}
-		alloy_reporter_print(write_file, f,
-				     json ? ALLOY_REPORT_JSON : ALLOY_REPORT_TEXT,
-				     true);
+		alloy_reporter_print(
+			write_file, f,
+			json ? ALLOY_REPORT_JSON : ALLOY_REPORT_TEXT, true);
 		if (std)
 			fflush(f);
 		else
@@ -672,8 +690,8 @@ static void start_trace(const char *where)
 	}
 	R.t0_ns = alloy__rep_now_ns();
 	n = snprintf(line, sizeof(line),
-		     "alloy-trace %d pid=%ld clock=monotonic unit=ns", TRACE_VERSION,
-		     (long)getpid());
+		     "alloy-trace %d pid=%ld clock=monotonic unit=ns",
+		     TRACE_VERSION, (long)getpid());
 	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
 	n = snprintf(line, sizeof(line),
 		     "# op t_ns thread block size align allocator device");

@@ -35,7 +35,8 @@ int alloy__stream_open(struct rep_stream *s, const char *where, size_t cap)
 		s->fd = where[3] == 'e' ? STDERR_FILENO : STDOUT_FILENO;
 		s->line_flush = true;
 	} else {
-		s->fd = open(where, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		s->fd = open(where, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			     0644);
 		if (s->fd < 0)
 			return alloy__error(-errno, __func__,
 					    "cannot open \"%s\": %s", where,

@@ -25,7 +25,7 @@ static void take(void)
 /* The counts of allocator name on the CPU (all zero if never seen). */
 static struct alloy_reporter_counts counts(const char *name)
 {
-	struct alloy_reporter_counts none = { 0 };
+	struct alloy_reporter_counts none = {0};
 
 	take();
 	for (uint32_t i = 0; i < snap.nentries; i++)
@@ -36,7 +36,7 @@ static struct alloy_reporter_counts counts(const char *name)
 
 START_TEST(accounting_is_exact)
 {
-	static const size_t sizes[] = { 1, 64, 100, 4096, 12345, 1 << 20, 3 };
+	static const size_t sizes[] = {1, 64, 100, 4096, 12345, 1 << 20, 3};
 	struct test_alloc ta;
 	struct alloy_allocator *a = test_alloc_register(&ta, "rep_exact");
 	struct alloy_data_ptr dp[7];
@@ -60,7 +60,8 @@ START_TEST(accounting_is_exact)
 		ck_assert_uint_eq(snap.total.current_bytes, start_all + live);
 		ck_assert_uint_ge(c.peak_bytes, last_peak);
 		last_peak = c.peak_bytes;
-		/* Free every other one right away: peak stays, current drops. */
+		/* Free every other one right away: peak stays, current drops.
+		 */
 		if (i & 1) {
 			alloy_data_ptr_free(&dp[i]);
 			live -= sizes[i];
@@ -80,7 +81,8 @@ START_TEST(accounting_is_exact)
 	ck_assert_uint_eq(c.allocs, 7);
 	ck_assert_uint_eq(c.frees, 7);
 	ck_assert_uint_eq(c.live_blocks, 0);
-	ck_assert_uint_eq(c.total_bytes, 1 + 64 + 100 + 4096 + 12345 + (1 << 20) + 3);
+	ck_assert_uint_eq(c.total_bytes,
+			  1 + 64 + 100 + 4096 + 12345 + (1 << 20) + 3);
 	ck_assert_int_eq(ta.bad_frees, 0);
 }
 END_TEST
@@ -174,7 +176,8 @@ END_TEST
 START_TEST(snapshot_header_limits_the_copy)
 {
 	struct alloy_reporter_snapshot s;
-	uint32_t small = (uint32_t)offsetof(struct alloy_reporter_snapshot, total);
+	uint32_t small =
+		(uint32_t)offsetof(struct alloy_reporter_snapshot, total);
 
 	ck_assert_ok(alloy_reporter_enable());
 	memset(&s, 0xab, sizeof(s));
@@ -195,8 +198,8 @@ END_TEST
 /* ---- thread stress ------------------------------------------------- */
 
 #define NTHREADS 4
-#define STEPS 20000
-#define XSLOTS 64
+#define STEPS	 20000
+#define XSLOTS	 64
 
 struct stress {
 	struct alloy_allocator *a;
@@ -219,7 +222,8 @@ static void *stress_thread(void *arg)
 			abort();
 		atomic_fetch_add(&st->made, 1);
 		atomic_fetch_add(&st->bytes, (long long)size);
-		old = atomic_exchange(&st->exchange[rand_r(&seed) % XSLOTS], dp);
+		old = atomic_exchange(&st->exchange[rand_r(&seed) % XSLOTS],
+				      dp);
 		if (old) {
 			alloy_data_ptr_free(old);
 			free(old);
@@ -240,7 +244,8 @@ START_TEST(thread_stress_accounts_exactly)
 	st.a = test_alloc_register(&ta, "rep_stress");
 	ck_assert_ok(alloy_reporter_enable());
 	for (int i = 0; i < NTHREADS; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, stress_thread, &st), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, stress_thread, &st), 0);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	c = counts("rep_stress");
@@ -378,7 +383,7 @@ static void jvalue(struct jp *j)
 
 static bool json_valid(const char *s)
 {
-	struct jp j = { s, true };
+	struct jp j = {s, true};
 
 	jvalue(&j);
 	ws(&j);
@@ -427,7 +432,8 @@ START_TEST(json_report_parses_back)
 	t.len = 0;
 	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_JSON, true));
 	ck_assert(json_valid(t.buf));
-	ck_assert_int_eq(json_num(strstr(t.buf, "\"leaks\""), "leaked_blocks"), 0);
+	ck_assert_int_eq(json_num(strstr(t.buf, "\"leaks\""), "leaked_blocks"),
+			 0);
 	/* The reader itself rejects what is not JSON. */
 	ck_assert(!json_valid("{\"a\": 1,}"));
 	ck_assert(!json_valid("{\"a\" 1}"));
@@ -483,11 +489,13 @@ START_TEST(event_log_has_one_line_per_event)
 		if (!strstr(line, "rep_log"))
 			continue;
 		if (n == 0)
-			ck_assert_str_eq(line,
-					 "alloy: alloc 300 bytes from rep_log (cpu:0), total 300 bytes\n");
+			ck_assert_str_eq(
+				line,
+				"alloy: alloc 300 bytes from rep_log (cpu:0), total 300 bytes\n");
 		else
-			ck_assert_str_eq(line,
-					 "alloy: free 300 bytes to rep_log (cpu:0), total 0 bytes\n");
+			ck_assert_str_eq(
+				line,
+				"alloy: free 300 bytes to rep_log (cpu:0), total 0 bytes\n");
 		n++;
 	}
 	fclose(f);

@@ -38,11 +38,12 @@ static void write_file(const char *path, const char *text)
 START_TEST(round_trip_gives_the_same_peak)
 {
 	static struct trace_summary sum;
-	struct alloy_reporter_snapshot snap = { .size = sizeof(snap),
-						.version = ALLOY_REPORTER_SNAPSHOT_VERSION };
+	struct alloy_reporter_snapshot snap = {
+		.size = sizeof(snap),
+		.version = ALLOY_REPORTER_SNAPSHOT_VERSION};
 	struct test_alloc ta;
 	struct alloy_allocator *a;
-	struct alloy_data_ptr dp[32] = { 0 };
+	struct alloy_data_ptr dp[32] = {0};
 	struct replay_result r;
 	struct trace tr;
 	char err[256];
@@ -62,7 +63,8 @@ START_TEST(round_trip_gives_the_same_peak)
 	ck_assert_ok(alloy_reporter_snapshot(&snap));
 	ck_assert_ok(alloy_reporter_flush());
 
-	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
 	/* Still running: no end record yet, but every event is there. */
 	ck_assert(!tr.complete);
 	ck_assert_int_eq(tr.version, TRACE_VERSION);
@@ -84,7 +86,9 @@ START_TEST(round_trip_gives_the_same_peak)
 	ck_assert_uint_eq(r.peak_live, sum.all.peak_bytes);
 	ck_assert_uint_eq(r.allocs, 200);
 	ck_assert_uint_eq(r.frees, 200 - 16);
-	ck_assert_int_eq(alloy_allocator_live_blocks(alloy_find_allocator("default")), 0);
+	ck_assert_int_eq(
+		alloy_allocator_live_blocks(alloy_find_allocator("default")),
+		0);
 	trace_free(&tr);
 	for (int i = 1; i < 32; i += 2)
 		alloy_data_ptr_free(&dp[i]);
@@ -95,11 +99,12 @@ END_TEST
 static void *traced_thread(void *arg)
 {
 	struct alloy_allocator *a = arg;
-	struct alloy_data_ptr dp[8] = { 0 };
+	struct alloy_data_ptr dp[8] = {0};
 
 	for (int i = 0; i < 5000; i++) {
 		alloy_data_ptr_free(&dp[i % 8]);
-		if (alloy_alloc(a, (size_t)(i % 13) * 100 + 8, 0, 0, &dp[i % 8]))
+		if (alloy_alloc(a, (size_t)(i % 13) * 100 + 8, 0, 0,
+				&dp[i % 8]))
 			abort();
 	}
 	for (int i = 0; i < 8; i++)
@@ -119,12 +124,14 @@ START_TEST(threads_write_a_consistent_trace)
 	trace_to_tmp();
 	def = alloy_find_allocator("default");
 	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, traced_thread, def), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, traced_thread, def), 0);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	ck_assert_ok(alloy_reporter_flush());
 	/* The reader refuses a free before its alloc: order must hold. */
-	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
 	trace_summarize(&tr, &sum);
 	ck_assert_uint_eq(sum.all.allocs, 15000);
 	ck_assert_uint_eq(sum.all.frees, 15000);
@@ -159,7 +166,8 @@ START_TEST(crash_leaves_a_readable_trace)
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_int_eq(WEXITSTATUS(status), 0);
-	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
 	ck_assert(!tr.complete);
 	/* Whole events only, up to the last flush, and some were flushed. */
 	ck_assert_uint_gt(tr.nev, 1000);
@@ -174,24 +182,29 @@ static const struct {
 	const char *text;
 	const char *want;
 } bad[] = {
-	{ "", "empty file" },
-	{ "hello\n", ":1: (byte 0) not an alloy trace" },
-	{ "alloy-trace 2 pid=1\n", ":1: (byte 0) trace version 2" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 2 1 0x20 5 8 x cp",
-	  ":3: (byte 43) truncated line" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nz 2 1 0x10\n",
-	  ":3: (byte 43) unknown record" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 five 8 x cpu:0\n", ":2: (byte 20) expected" },
-	{ "alloy-trace 1 pid=1\nf 1 1 0x10 5 8 x cpu:0\n", ":2: (byte 20) free of block 0x10, which is not live" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 1 1 0x10 5 8 x cpu:0\n",
-	  ":3: (byte 43) block 0x10 allocated while live" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nf 1 1 0x10 6 8 x cpu:0\n",
-	  ":3: (byte 43) free of block 0x10 with size 6" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 b-d cpu:0\n", ":2: (byte 20) bad allocator name" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nend 9 2\n",
-	  ":3: (byte 43) end record counts 2 events" },
-	{ "alloy-trace 1 pid=1\nend 9 0\nu 1 1 0x10\n", ":3: (byte 28) data after the end record" },
-	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0 extra\n", ":2: (byte 20) expected" },
+	{"", "empty file"},
+	{"hello\n", ":1: (byte 0) not an alloy trace"},
+	{"alloy-trace 2 pid=1\n", ":1: (byte 0) trace version 2"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 2 1 0x20 5 8 x cp",
+	 ":3: (byte 43) truncated line"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nz 2 1 0x10\n",
+	 ":3: (byte 43) unknown record"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 five 8 x cpu:0\n",
+	 ":2: (byte 20) expected"},
+	{"alloy-trace 1 pid=1\nf 1 1 0x10 5 8 x cpu:0\n",
+	 ":2: (byte 20) free of block 0x10, which is not live"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 1 1 0x10 5 8 x cpu:0\n",
+	 ":3: (byte 43) block 0x10 allocated while live"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nf 1 1 0x10 6 8 x cpu:0\n",
+	 ":3: (byte 43) free of block 0x10 with size 6"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 b-d cpu:0\n",
+	 ":2: (byte 20) bad allocator name"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nend 9 2\n",
+	 ":3: (byte 43) end record counts 2 events"},
+	{"alloy-trace 1 pid=1\nend 9 0\nu 1 1 0x10\n",
+	 ":3: (byte 28) data after the end record"},
+	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0 extra\n",
+	 ":2: (byte 20) expected"},
 };
 
 START_TEST(malformed_traces_name_line_and_offset)
@@ -202,8 +215,9 @@ START_TEST(malformed_traces_name_line_and_offset)
 	snprintf(path, sizeof(path), "/tmp/alloy-test-bad.%d", (int)getpid());
 	write_file(path, bad[_i].text);
 	ck_assert_int_eq(trace_read(path, &tr, err, sizeof(err)), -1);
-	ck_assert_msg(strstr(err, bad[_i].want), "case %d: got \"%s\", want \"%s\"",
-		      _i, err, bad[_i].want);
+	ck_assert_msg(strstr(err, bad[_i].want),
+		      "case %d: got \"%s\", want \"%s\"", _i, err,
+		      bad[_i].want);
 	ck_assert_ptr_eq(tr.ev, NULL);
 	unlink(path);
 }

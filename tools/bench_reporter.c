@@ -21,7 +21,7 @@
 #include "bench.h"
 
 #define ROUNDS 15
-#define RING 16
+#define RING   16
 
 struct worker {
 	pthread_t thread;
@@ -43,7 +43,7 @@ static double thread_cpu_ns(void)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	struct alloy_data_ptr ring[RING] = { 0 };
+	struct alloy_data_ptr ring[RING] = {0};
 
 	double t0;
 
@@ -80,7 +80,7 @@ static bool round_rate(struct alloy_allocator *a, int nthreads, long iters,
 
 	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
 	for (int i = 0; i < nthreads; i++) {
-		w[i] = (struct worker){ .a = a, .start = &start, .iters = iters };
+		w[i] = (struct worker){.a = a, .start = &start, .iters = iters};
 		if (pthread_create(&w[i].thread, NULL, work, &w[i]))
 			return false;
 	}
@@ -113,40 +113,42 @@ static int run_reporter(const struct bench_opts *opts)
 		char metric[96];
 
 		for (int round = 0; round < ROUNDS; round++) {
-			/* Alternate which goes first: the heap state is shared. */
+			/* Alternate which goes first: the heap state is shared.
+			 */
 			for (int k = 0; k < 2; k++) {
 				int on = (round + k) & 1;
 
-				if (on ? alloy_reporter_enable() :
-					 alloy_reporter_disable())
+				if (on ? alloy_reporter_enable()
+				       : alloy_reporter_disable())
 					return -1;
 				if (!round_rate(a, nthreads, iters, &r[on]))
 					return -1;
 			}
 			best_off = r[0].wall > best_off ? r[0].wall : best_off;
 			best_on = r[1].wall > best_on ? r[1].wall : best_on;
-			/* Each ratio from two back-to-back runs: load hits both. */
+			/* Each ratio from two back-to-back runs: load hits
+			 * both. */
 			wall[round] = r[1].wall / r[0].wall;
 			cpu[round] = r[1].cpu / r[0].cpu;
 		}
-		snprintf(metric, sizeof(metric), "%d %s reporter off (best, wall)",
-			 nthreads, th);
+		snprintf(metric, sizeof(metric),
+			 "%d %s reporter off (best, wall)", nthreads, th);
 		bench_result("reporter", metric, best_off / 1e6, "Mpairs/s",
 			     GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%d %s reporter on (best, wall)",
-			 nthreads, th);
+		snprintf(metric, sizeof(metric),
+			 "%d %s reporter on (best, wall)", nthreads, th);
 		bench_result("reporter", metric, best_on / 1e6, "Mpairs/s",
 			     GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%d %s ratio on/off (median, wall)",
-			 nthreads, th);
-		bench_result("reporter", metric, bench_median(wall, ROUNDS), "x",
-			     GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric),
+			 "%d %s ratio on/off (median, wall)", nthreads, th);
+		bench_result("reporter", metric, bench_median(wall, ROUNDS),
+			     "x", GOAL_NONE, 0);
 		/*
 		 * Per-thread CPU time leaves out time other processes took
 		 * the core, but keeps what sharing cache lines costs us.
 		 */
-		snprintf(metric, sizeof(metric), "%d %s ratio on/off (median, cpu time)",
-			 nthreads, th);
+		snprintf(metric, sizeof(metric),
+			 "%d %s ratio on/off (median, cpu time)", nthreads, th);
 		bench_result("reporter", metric, bench_median(cpu, ROUNDS), "x",
 			     nthreads == 2 ? GOAL_AT_LEAST : GOAL_NONE, 0.80);
 	}

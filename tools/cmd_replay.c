@@ -33,24 +33,27 @@ static int run_replay(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--allocator") || !strcmp(argv[i], "-a")) {
 			if (i + 1 >= argc)
-				return cli_usage_error(&cmd_replay,
-						       "--allocator needs a name");
+				return cli_usage_error(
+					&cmd_replay,
+					"--allocator needs a name");
 			name = argv[++i];
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return cli_usage_error(&cmd_replay, "unknown option \"%s\"",
-					       argv[i]);
+			return cli_usage_error(
+				&cmd_replay, "unknown option \"%s\"", argv[i]);
 		} else if (!path) {
 			path = argv[i];
 		} else {
-			return cli_usage_error(&cmd_replay, "one trace at a time");
+			return cli_usage_error(&cmd_replay,
+					       "one trace at a time");
 		}
 	}
 	if (!path)
 		return cli_usage_error(&cmd_replay, "no trace file given");
 	if (!name)
-		return cli_usage_error(&cmd_replay, "--allocator NAME is required");
+		return cli_usage_error(&cmd_replay,
+				       "--allocator NAME is required");
 	alloy_init();
 	a = alloy_request_allocator(name);
 	if (!a) {
@@ -62,7 +65,8 @@ static int run_replay(int argc, char **argv)
 		return EXIT_PROBLEM;
 	}
 	if (!tr.complete)
-		fprintf(stderr, "alloy replay: %s has no end record; replaying its %zu events\n",
+		fprintf(stderr,
+			"alloy replay: %s has no end record; replaying its %zu events\n",
 			path, tr.nev);
 	sum = malloc(sizeof(*sum));
 	if (!sum) {
@@ -76,8 +80,8 @@ static int run_replay(int argc, char **argv)
 			  NULL);
 	if (rc) {
 		fprintf(stderr, "alloy replay: %s\n",
-			*alloy_last_error() ? alloy_last_error() :
-					      alloy_strerror(rc));
+			*alloy_last_error() ? alloy_last_error()
+					    : alloy_strerror(rc));
 		rc = EXIT_PROBLEM;
 		goto out;
 	}
@@ -90,7 +94,8 @@ static int run_replay(int argc, char **argv)
 		json_number(stdout, r.seconds);
 		printf(", \"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %llu, "
 		       "\"trace_peak_bytes\": %llu",
-		       (unsigned long long)r.allocs, (unsigned long long)r.frees,
+		       (unsigned long long)r.allocs,
+		       (unsigned long long)r.frees,
 		       (unsigned long long)r.peak_live,
 		       (unsigned long long)sum->all.peak_bytes);
 		if (r.have_stats)
@@ -105,21 +110,25 @@ static int run_replay(int argc, char **argv)
 		printf("replayed %s against \"%s\": %zu events (%llu allocs, %llu frees)\n",
 		       path, name, tr.nev, (unsigned long long)r.allocs,
 		       (unsigned long long)r.frees);
-		printf("time            %.6f s (%.1f ns per event)\n", r.seconds,
+		printf("time            %.6f s (%.1f ns per event)\n",
+		       r.seconds,
 		       tr.nev ? r.seconds * 1e9 / (double)tr.nev : 0);
 		printf("peak live bytes %llu (%s)%s\n",
 		       (unsigned long long)r.peak_live,
 		       trace_human_bytes(r.peak_live, h1, sizeof(h1)),
-		       r.peak_live == sum->all.peak_bytes ? ", as in the trace" :
-							    ", differs from the trace");
+		       r.peak_live == sum->all.peak_bytes
+			       ? ", as in the trace"
+			       : ", differs from the trace");
 		if (r.have_stats) {
 			printf("reserved        %llu (%s) at most, %llu at the end\n",
 			       (unsigned long long)r.max_reserved,
-			       trace_human_bytes(r.max_reserved, h1, sizeof(h1)),
+			       trace_human_bytes(r.max_reserved, h1,
+						 sizeof(h1)),
 			       (unsigned long long)r.end.reserved);
 			printf("allocated       %llu (%s) at most, %llu at the end\n",
 			       (unsigned long long)r.max_allocated,
-			       trace_human_bytes(r.max_allocated, h2, sizeof(h2)),
+			       trace_human_bytes(r.max_allocated, h2,
+						 sizeof(h2)),
 			       (unsigned long long)r.end.allocated);
 		} else {
 			printf("reserved        (\"%s\" has no stats op: reserved = allocated)\n",
@@ -136,16 +145,17 @@ out:
 const struct cli_command cmd_replay = {
 	.name = "replay",
 	.summary = "replay a trace against an allocator: time, peak, reserved",
-	.usage = "usage: alloy replay TRACE --allocator NAME [--json]\n"
-		 "\n"
-		 "Performs every allocation and free of TRACE, in order, with allocator\n"
-		 "NAME (loaded as a module if needed), and prints the time it took,\n"
-		 "the peak of live bytes (which must equal the trace's own peak) and,\n"
-		 "for allocators that report stats (caching allocators), the bytes\n"
-		 "reserved from the system against the bytes handed out.\n"
-		 "Shows progress on stderr when that is a terminal.\n"
-		 "\n"
-		 "Exit status 1 if the trace is malformed, an allocation fails or the\n"
-		 "replayed peak differs from the trace's.\n",
+	.usage =
+		"usage: alloy replay TRACE --allocator NAME [--json]\n"
+		"\n"
+		"Performs every allocation and free of TRACE, in order, with allocator\n"
+		"NAME (loaded as a module if needed), and prints the time it took,\n"
+		"the peak of live bytes (which must equal the trace's own peak) and,\n"
+		"for allocators that report stats (caching allocators), the bytes\n"
+		"reserved from the system against the bytes handed out.\n"
+		"Shows progress on stderr when that is a terminal.\n"
+		"\n"
+		"Exit status 1 if the trace is malformed, an allocation fails or the\n"
+		"replayed peak differs from the trace's.\n",
 	.run = run_replay,
 };

@@ -23,7 +23,8 @@ static void print_text(FILE *out, const char *path, const struct trace *tr,
 {
 	char hb[32];
 
-	fprintf(out, "trace%s%s: version %d, pid %ld, %zu events over %.3f ms%s\n",
+	fprintf(out,
+		"trace%s%s: version %d, pid %ld, %zu events over %.3f ms%s\n",
 		*path ? " " : "", path, tr->version, tr->pid, tr->nev,
 		(double)sum->duration_ns / 1e6,
 		tr->complete ? "" : " (no end record: cut short)");
@@ -31,13 +32,15 @@ static void print_text(FILE *out, const char *path, const struct trace *tr,
 		"device", "allocs", "frees", "total", "peak", "live at end",
 		"leaks");
 	for (size_t i = 0; i <= tr->nseries; i++) {
-		const struct trace_series_sum *s = i < tr->nseries ? &sum->s[i] :
-								    &sum->all;
+		const struct trace_series_sum *s =
+			i < tr->nseries ? &sum->s[i] : &sum->all;
 
-		fprintf(out, "%-16s %-11s %10llu %10llu %15llu %13llu %13llu %8llu\n",
+		fprintf(out,
+			"%-16s %-11s %10llu %10llu %15llu %13llu %13llu %8llu\n",
 			i < tr->nseries ? tr->series[i].allocator : "(all)",
 			i < tr->nseries ? tr->series[i].device : "",
-			(unsigned long long)s->allocs, (unsigned long long)s->frees,
+			(unsigned long long)s->allocs,
+			(unsigned long long)s->frees,
 			(unsigned long long)s->total_bytes,
 			(unsigned long long)s->peak_bytes,
 			(unsigned long long)s->live_bytes,
@@ -97,12 +100,11 @@ static void print_html(FILE *out, const char *path, const struct trace *tr,
 		       const struct trace_summary *sum)
 {
 	/* Self-contained: inline SVG and CSS, nothing fetched. */
-	fprintf(out,
-		"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
-		"<title>alloy memory timeline</title>\n"
-		"<style>body{font-family:sans-serif;margin:24px}"
-		"pre{background:#f6f6f6;padding:12px}</style>\n"
-		"</head><body>\n<h1>alloy memory timeline</h1>\n");
+	fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+		     "<title>alloy memory timeline</title>\n"
+		     "<style>body{font-family:sans-serif;margin:24px}"
+		     "pre{background:#f6f6f6;padding:12px}</style>\n"
+		     "</head><body>\n<h1>alloy memory timeline</h1>\n");
 	trace_timeline_svg(out, tr, sum);
 	fprintf(out, "<pre>");
 	/* Paths are the only free text; keep markup out of the page. */
@@ -137,20 +139,24 @@ static int run_report(int argc, char **argv)
 			else if (!strcmp(v, "html"))
 				fmt = F_HTML;
 			else
-				return cli_usage_error(&cmd_report,
-						       "--format wants text, json, svg or html, not \"%s\"",
-						       v);
-		} else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+				return cli_usage_error(
+					&cmd_report,
+					"--format wants text, json, svg or html, not \"%s\"",
+					v);
+		} else if (!strcmp(argv[i], "-o") ||
+			   !strcmp(argv[i], "--output")) {
 			if (i + 1 >= argc)
-				return cli_usage_error(&cmd_report, "-o needs a file");
+				return cli_usage_error(&cmd_report,
+						       "-o needs a file");
 			outpath = argv[++i];
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return cli_usage_error(&cmd_report, "unknown option \"%s\"",
-					       argv[i]);
+			return cli_usage_error(
+				&cmd_report, "unknown option \"%s\"", argv[i]);
 		} else if (!path) {
 			path = argv[i];
 		} else {
-			return cli_usage_error(&cmd_report, "one trace at a time");
+			return cli_usage_error(&cmd_report,
+					       "one trace at a time");
 		}
 	}
 	if (!path)
@@ -172,11 +178,12 @@ static int run_report(int argc, char **argv)
 	}
 	trace_summarize(&tr, sum);
 	if (outpath) {
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", outpath, (long)getpid());
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", outpath,
+			 (long)getpid());
 		out = fopen(tmp, "w");
 		if (!out) {
-			fprintf(stderr, "alloy report: cannot write %s: %s\n", tmp,
-				strerror(errno));
+			fprintf(stderr, "alloy report: cannot write %s: %s\n",
+				tmp, strerror(errno));
 			rc = EXIT_PROBLEM;
 			goto out_sum;
 		}
@@ -215,18 +222,19 @@ out_trace:
 const struct cli_command cmd_report = {
 	.name = "report",
 	.summary = "summarise a trace, or draw its timeline (SVG/HTML)",
-	.usage = "usage: alloy report TRACE [--format text|json|svg|html] [-o FILE]\n"
-		 "\n"
-		 "Reads a trace written with ALLOY_CONF=trace:PATH (docs/TRACE-FORMAT.md)\n"
-		 "and prints, per allocator and device, allocations, frees, bytes, peak\n"
-		 "live bytes and what was still live at the end.\n"
-		 "\n"
-		 "  --format svg    a timeline of live bytes per allocator, peak marked\n"
-		 "  --format html   the timeline and the table in one offline page\n"
-		 "  -o FILE         write there (replaced only when all went well)\n"
-		 "\n"
-		 "A malformed or truncated trace is an error naming its line and byte\n"
-		 "offset (exit 1); a trace without its end record is read up to its\n"
-		 "last line, with a warning.\n",
+	.usage =
+		"usage: alloy report TRACE [--format text|json|svg|html] [-o FILE]\n"
+		"\n"
+		"Reads a trace written with ALLOY_CONF=trace:PATH (docs/TRACE-FORMAT.md)\n"
+		"and prints, per allocator and device, allocations, frees, bytes, peak\n"
+		"live bytes and what was still live at the end.\n"
+		"\n"
+		"  --format svg    a timeline of live bytes per allocator, peak marked\n"
+		"  --format html   the timeline and the table in one offline page\n"
+		"  -o FILE         write there (replaced only when all went well)\n"
+		"\n"
+		"A malformed or truncated trace is an error naming its line and byte\n"
+		"offset (exit 1); a trace without its end record is read up to its\n"
+		"last line, with a warning.\n",
 	.run = run_report,
 };

@@ -14,13 +14,13 @@
 
 #include "trace.h"
 
-#define W 960
-#define H 520
-#define LEFT 92
-#define RIGHT (W - 210)
-#define TOP 56
+#define W      960
+#define H      520
+#define LEFT   92
+#define RIGHT  (W - 210)
+#define TOP    56
 #define BOTTOM (H - 64)
-#define NB (RIGHT - LEFT)
+#define NB     (RIGHT - LEFT)
 
 static const char *const colours[] = {
 	"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
@@ -58,8 +58,9 @@ static void path(FILE *out, const struct series_px *s, double ymax,
 {
 	double prev = 0;
 
-	fprintf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
-		     "stroke-linejoin=\"round\" d=\"M%d %.1f",
+	fprintf(out,
+		"<path fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+		"stroke-linejoin=\"round\" d=\"M%d %.1f",
 		colour, width, LEFT, y_of(0, ymax));
 	for (int b = 0; b < NB; b++) {
 		if (!s->seen[b])
@@ -89,8 +90,9 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	struct series_px *px = calloc(ns + 1, sizeof(*px));
 	uint64_t *live = calloc(ns + 1, sizeof(*live));
 	double dur = sum->duration_ns ? (double)sum->duration_ns : 1;
-	double ymax = sum->all.peak_bytes ? (double)sum->all.peak_bytes * 1.12 : 1;
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double ymax =
+		sum->all.peak_bytes ? (double)sum->all.peak_bytes * 1.12 : 1;
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double xstep, ystep, t = 0, unit = 1;
 	int u = 0;
 	bool show_all = ns > 1;
@@ -177,8 +179,9 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 			"stroke-width=\"2\"/>\n"
 			"<text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\" font-weight=\"bold\" "
 			"text-anchor=\"%s\">peak %s at %.3f ms</text>\n",
-			LEFT, RIGHT, y, y, x, y, x < (LEFT + RIGHT) / 2 ? x + 8 : x - 8,
-			y - 8, x < (LEFT + RIGHT) / 2 ? "start" : "end",
+			LEFT, RIGHT, y, y, x, y,
+			x < (LEFT + RIGHT) / 2 ? x + 8 : x - 8, y - 8,
+			x < (LEFT + RIGHT) / 2 ? "start" : "end",
 			trace_human_bytes(sum->all.peak_bytes, hb, sizeof(hb)),
 			(double)sum->all.peak_t_ns / 1e6);
 	}
@@ -193,14 +196,15 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 			"<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"4\" fill=\"%s\"/>"
 			"<text x=\"%d\" y=\"%d\">%s %s</text>"
 			"<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s, %llu allocs</text>\n",
-			RIGHT + 16, y - 4, s == ns ? "#000000" : colours[s % nc],
-			RIGHT + 36, y, s == ns ? "all" : tr->series[s].allocator,
+			RIGHT + 16, y - 4,
+			s == ns ? "#000000" : colours[s % nc], RIGHT + 36, y,
+			s == ns ? "all" : tr->series[s].allocator,
 			s == ns ? "" : tr->series[s].device, RIGHT + 36, y + 15,
-			trace_human_bytes(s == ns ? sum->all.peak_bytes :
-						    sum->s[s].peak_bytes,
+			trace_human_bytes(s == ns ? sum->all.peak_bytes
+						  : sum->s[s].peak_bytes,
 					  hb, sizeof(hb)),
-			(unsigned long long)(s == ns ? sum->all.allocs :
-						       sum->s[s].allocs));
+			(unsigned long long)(s == ns ? sum->all.allocs
+						     : sum->s[s].allocs));
 	}
 	fprintf(out, "</svg>\n");
 	free(px);

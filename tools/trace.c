@@ -112,7 +112,8 @@ void blockmap_remove(struct blockmap *m, struct blockmap_slot *slot)
 			break;
 		size_t k = mix(m->slots[j].id) & mask;
 
-		if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
+		if ((j > i && (k <= i || k > j)) ||
+		    (j < i && k <= i && k > j)) {
 			m->slots[i] = m->slots[j];
 			i = j;
 		}
@@ -168,10 +169,10 @@ static bool valid_name(const char *s)
 			 "0123456789_") == n;
 }
 
-static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live,
-		       char *line)
+static int parse_event(struct reader *r, struct trace *tr,
+		       struct blockmap *live, char *line)
 {
-	struct trace_event e = { .op = line[0] };
+	struct trace_event e = {.op = line[0]};
 	unsigned long long t, block, size = 0;
 	unsigned align = 0;
 	char alloc[64] = "", dev[32] = "", extra;
@@ -181,12 +182,15 @@ static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live
 		n = sscanf(line + 1, " %llu %ld %llx %llu %u %63s %31s %c", &t,
 			   &e.tid, &block, &size, &align, alloc, dev, &extra);
 		if (n != 7)
-			return fail(r, "expected \"%c T_NS THREAD BLOCK SIZE ALIGN ALLOCATOR DEVICE\", got \"%.60s\"",
-				    e.op, line);
+			return fail(
+				r,
+				"expected \"%c T_NS THREAD BLOCK SIZE ALIGN ALLOCATOR DEVICE\", got \"%.60s\"",
+				e.op, line);
 		if (!valid_name(alloc))
 			return fail(r, "bad allocator name \"%s\"", alloc);
 		if (!strchr(dev, ':'))
-			return fail(r, "bad device \"%s\" (want TYPE:INDEX)", dev);
+			return fail(r, "bad device \"%s\" (want TYPE:INDEX)",
+				    dev);
 		n = series_index(tr, alloc, dev);
 		if (n < 0)
 			return fail(r, "more than %d allocator/device pairs",
@@ -196,8 +200,10 @@ static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live
 		n = sscanf(line + 1, " %llu %ld %llx %c", &t, &e.tid, &block,
 			   &extra);
 		if (n != 3)
-			return fail(r, "expected \"%c T_NS THREAD BLOCK\", got \"%.60s\"",
-				    e.op, line);
+			return fail(
+				r,
+				"expected \"%c T_NS THREAD BLOCK\", got \"%.60s\"",
+				e.op, line);
 	} else {
 		return fail(r, "unknown record \"%.20s\"", line);
 	}
@@ -213,7 +219,8 @@ static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live
 		/* The live set maps a block to its allocation event. */
 		n = blockmap_insert(live, block, tr->nev);
 		if (n == -EEXIST)
-			return fail(r, "block %#llx allocated while live", block);
+			return fail(r, "block %#llx allocated while live",
+				    block);
 		if (n)
 			return fail(r, "out of memory");
 	} else if (e.op == TRACE_FREE) {
@@ -225,14 +232,19 @@ static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live
 				    block);
 		a = &tr->ev[b->value];
 		if (a->size != size)
-			return fail(r, "free of block %#llx with size %llu, allocated with %llu",
-				    block, size, (unsigned long long)a->size);
-		/* Else the summary would count a free where no allocation was. */
+			return fail(
+				r,
+				"free of block %#llx with size %llu, allocated with %llu",
+				block, size, (unsigned long long)a->size);
+		/* Else the summary would count a free where no allocation was.
+		 */
 		if (a->series != e.series)
-			return fail(r, "free of block %#llx by %s on %s, allocated by %s on %s",
-				    block, alloc, dev,
-				    tr->series[a->series].allocator,
-				    tr->series[a->series].device);
+			return fail(
+				r,
+				"free of block %#llx by %s on %s, allocated by %s on %s",
+				block, alloc, dev,
+				tr->series[a->series].allocator,
+				tr->series[a->series].device);
 		blockmap_remove(live, b);
 	}
 	if (push(tr, &e))
@@ -242,8 +254,8 @@ static int parse_event(struct reader *r, struct trace *tr, struct blockmap *live
 
 int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 {
-	struct reader r = { path, 0, 0, err, errlen };
-	struct blockmap live = { 0 };
+	struct reader r = {path, 0, 0, err, errlen};
+	struct blockmap live = {0};
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -263,8 +275,10 @@ int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 			goto out;
 		}
 		if (line[len - 1] != '\n') {
-			rc = fail(&r, "truncated line (no newline at byte %lld): the file was cut short",
-				  r.offset + len);
+			rc = fail(
+				&r,
+				"truncated line (no newline at byte %lld): the file was cut short",
+				r.offset + len);
 			goto out;
 		}
 		line[--len] = '\0';
@@ -275,12 +289,16 @@ int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 		if (r.line == 1) {
 			if (sscanf(line, "alloy-trace %d pid=%ld", &tr->version,
 				   &tr->pid) < 1) {
-				rc = fail(&r, "not an alloy trace (no \"alloy-trace VERSION\" header)");
+				rc = fail(
+					&r,
+					"not an alloy trace (no \"alloy-trace VERSION\" header)");
 				goto out;
 			}
 			if (tr->version != TRACE_VERSION) {
-				rc = fail(&r, "trace version %d; this reader knows %d",
-					  tr->version, TRACE_VERSION);
+				rc = fail(
+					&r,
+					"trace version %d; this reader knows %d",
+					tr->version, TRACE_VERSION);
 				goto out;
 			}
 		} else if (line[0] == '#' || len == 0) {
@@ -293,8 +311,10 @@ int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 				goto out;
 			}
 			if (nev != tr->nev) {
-				rc = fail(&r, "end record counts %llu events, the trace has %zu",
-					  nev, tr->nev);
+				rc = fail(
+					&r,
+					"end record counts %llu events, the trace has %zu",
+					nev, tr->nev);
 				goto out;
 			}
 			tr->complete = true;
@@ -309,7 +329,8 @@ int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 		goto out;
 	}
 	if (r.line == 0) {
-		snprintf(err, errlen, "%s: empty file, not an alloy trace", path);
+		snprintf(err, errlen, "%s: empty file, not an alloy trace",
+			 path);
 		rc = -1;
 		goto out;
 	}
@@ -385,7 +406,7 @@ void trace_summarize(const struct trace *tr, struct trace_summary *sum)
 
 const char *trace_human_bytes(uint64_t n, char *buf, size_t len)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double v = (double)n;
 	int u = 0;
 

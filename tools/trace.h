@@ -13,7 +13,7 @@
 
 #include <alloy/alloy.h>
 
-#define TRACE_VERSION 1
+#define TRACE_VERSION	 1
 #define TRACE_MAX_SERIES 64
 
 enum trace_op {
@@ -29,7 +29,7 @@ struct trace_event {
 	uint64_t size;
 	uint32_t align;
 	uint16_t series; /* index into trace.series (alloc and free only) */
-	char op;         /* enum trace_op */
+	char op;	 /* enum trace_op */
 	long tid;
 };
 
@@ -46,7 +46,7 @@ struct trace {
 	size_t nev, cap;
 	struct trace_series series[TRACE_MAX_SERIES];
 	size_t nseries;
-	bool complete;   /* ended with an "end" record */
+	bool complete;	 /* ended with an "end" record */
 	uint64_t end_ns; /* time of the end record, or of the last event */
 	size_t lines;
 };
@@ -76,10 +76,10 @@ struct trace_summary {
 void trace_summarize(const struct trace *tr, struct trace_summary *sum);
 
 struct replay_result {
-	double seconds;      /* allocating and freeing only */
-	uint64_t peak_live;  /* highest sum of live bytes */
+	double seconds;	    /* allocating and freeing only */
+	uint64_t peak_live; /* highest sum of live bytes */
 	uint64_t allocs, frees;
-	bool have_stats;     /* the allocator has a stats op */
+	bool have_stats;		      /* the allocator has a stats op */
 	uint64_t max_reserved, max_allocated; /* sampled along the way */
 	struct alloy_allocator_stats end; /* before the leftovers are freed */
 };

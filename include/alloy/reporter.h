@@ -31,11 +31,11 @@ extern "C" {
 
 struct alloy_reporter_counts {
 	uint64_t current_bytes; /* live bytes now */
-	uint64_t peak_bytes;    /* highest current_bytes since reset */
-	uint64_t total_bytes;   /* bytes ever allocated */
-	uint64_t allocs;        /* allocations */
-	uint64_t frees;         /* frees */
-	uint64_t live_blocks;   /* allocs - frees */
+	uint64_t peak_bytes;	/* highest current_bytes since reset */
+	uint64_t total_bytes;	/* bytes ever allocated */
+	uint64_t allocs;	/* allocations */
+	uint64_t frees;		/* frees */
+	uint64_t live_blocks;	/* allocs - frees */
 };
 
 struct alloy_reporter_entry {
@@ -53,10 +53,10 @@ struct alloy_reporter_entry {
 struct alloy_reporter_snapshot {
 	uint32_t size;
 	uint32_t version;
-	uint32_t enabled;        /* 1 while recording */
-	uint32_t nentries;       /* valid entries[] */
-	uint64_t unknown_frees;  /* note_free of pointers never seen */
-	uint64_t double_frees;   /* note_free of pointers freed already */
+	uint32_t enabled;	  /* 1 while recording */
+	uint32_t nentries;	  /* valid entries[] */
+	uint64_t unknown_frees;	  /* note_free of pointers never seen */
+	uint64_t double_frees;	  /* note_free of pointers freed already */
 	uint64_t untracked_frees; /* frees of blocks made while off */
 	struct alloy_reporter_counts total; /* over all entries */
 	struct alloy_reporter_entry entries[ALLOY_REPORTER_MAX_ENTRIES];
