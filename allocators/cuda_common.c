@@ -144,6 +144,12 @@ int alloy_cuda_plain_register_sim(struct alloy_cuda_sim *sim, const char *name,
 	return register_on_sim(sim, name, alloy__cuda_plain_new, out);
 }
 
+int alloy_cuda_async_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				  struct alloy_allocator **out)
+{
+	return register_on_sim(sim, name, alloy__cuda_async_new, out);
+}
+
 struct alloy_cuda_sim *alloy_cuda_sim_of(struct alloy_allocator *a)
 {
 	struct alloy_cuda_sim *sim = NULL;

@@ -2,9 +2,9 @@
 /*
  * allocators/cuda_module.c - the entry of alloy_cuda.so.
  *
- * Provides `cuda` (plain), `cuda_caching` and `cuda_host` and the device
- * context for `cuda`, all of them liballoy's policy code over the CUDA
- * runtime source.  The loader finds this module for any of those names
+ * Provides `cuda` (plain), `cuda_caching`, `cuda_host`, `cuda_async`
+ * (cudaMallocAsync) and the device context for `cuda`, all of them
+ * liballoy's policy code over the CUDA runtime source.  The loader finds this module for any of those names
  * (the prefix before the first '_' is tried).  On a machine without a
  * usable device, init refuses the module with "no CUDA device: ..." and
  * nothing is registered.
@@ -15,7 +15,7 @@
 
 #include "allocators/devsrc_cuda.h"
 
-static struct alloy_plugin_allocator allocators[3];
+static struct alloy_plugin_allocator allocators[4];
 static struct alloy_plugin_context contexts[1];
 
 static int cuda_module_init(void)
@@ -29,7 +29,8 @@ static struct alloy_plugin_descriptor descriptor = {
 	.struct_size = sizeof(struct alloy_plugin_descriptor),
 	.name = "cuda",
 	.description = "CUDA device memory: cuda (cudaMalloc), cuda_caching "
-		       "(caching allocator), cuda_host (pinned host), context",
+		       "(caching allocator), cuda_host (pinned host), cuda_async "
+		       "(cudaMallocAsync), context",
 	.init = cuda_module_init,
 	.allocators = allocators,
 	.contexts = contexts,
@@ -47,6 +48,7 @@ static int build(void)
 		{ "cuda", alloy__cuda_plain_new },
 		{ "cuda_caching", alloy__cuda_caching_new },
 		{ "cuda_host", alloy__cuda_host_new },
+		{ "cuda_async", alloy__cuda_async_new },
 	};
 	size_t n = 0;
 	int rc;

@@ -51,6 +51,15 @@ struct alloy__devsrc_ops {
 		    size_t n, enum alloy__copy_kind kind, void *stream,
 		    bool sync);
 
+	/*
+	 * Stream-ordered device memory (cudaMallocAsync): usable by work on
+	 * stream queued after the call; freed memory may serve later work
+	 * on the same stream at once.
+	 */
+	int (*dev_malloc_async)(void *ctx, int device, size_t size,
+				void *stream, void **out);
+	int (*dev_free_async)(void *ctx, int device, void *ptr, void *stream);
+
 	/* Page-locked host memory. */
 	int (*host_malloc)(void *ctx, size_t size, void **out);
 	int (*host_free)(void *ctx, void *ptr);
@@ -115,6 +124,9 @@ alloy__cuda_host_new(const struct alloy__devsrc *src, const char *name,
 		     const struct alloy_allocator_ops **ops, void **ctx);
 ALLOY_DEVSRC_PRIVATE int
 alloy__cuda_plain_new(const struct alloy__devsrc *src, const char *name,
+		      const struct alloy_allocator_ops **ops, void **ctx);
+ALLOY_DEVSRC_PRIVATE int
+alloy__cuda_async_new(const struct alloy__devsrc *src, const char *name,
 		      const struct alloy_allocator_ops **ops, void **ctx);
 
 /* The device context over src (contexts/cuda.c). */

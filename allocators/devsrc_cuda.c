@@ -62,6 +62,29 @@ static int cu_dev_free(void *ctx, int device, void *ptr)
 	return e == cudaSuccess ? 0 : fail(e, "cudaFree");
 }
 
+static int cu_dev_malloc_async(void *ctx, int device, size_t size,
+			       void *stream, void **out)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaMallocAsync(out, size, (cudaStream_t)stream);
+	return e == cudaSuccess ? 0 : fail(e, "cudaMallocAsync");
+}
+
+static int cu_dev_free_async(void *ctx, int device, void *ptr, void *stream)
+{
+	cudaError_t e;
+	int rc = use_device(device);
+
+	if (rc)
+		return rc;
+	e = cudaFreeAsync(ptr, (cudaStream_t)stream);
+	return e == cudaSuccess ? 0 : fail(e, "cudaFreeAsync");
+}
+
 static int cu_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
 {
 	cudaError_t e;
@@ -197,6 +220,8 @@ static const struct alloy__devsrc_ops cuda_ops = {
 	.name = "cuda",
 	.dev_malloc = cu_dev_malloc,
 	.dev_free = cu_dev_free,
+	.dev_malloc_async = cu_dev_malloc_async,
+	.dev_free_async = cu_dev_free_async,
 	.mem_info = cu_mem_info,
 	.device_count = cu_device_count,
 	.dev_memset = cu_dev_memset,

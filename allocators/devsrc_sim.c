@@ -136,6 +136,34 @@ static int sim_dev_free(void *ctx, int device, void *ptr)
 	return 0;
 }
 
+/*
+ * Stream-ordered: the bytes exist at once (host memory), the work item
+ * keeps the stream's order visible to tests.
+ */
+static int sim_dev_malloc_async(void *ctx, int device, size_t size,
+				void *stream, void **out)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	int rc = sim_dev_malloc(ctx, device, size, out);
+
+	if (!rc) {
+		pthread_mutex_lock(&sim->lock);
+		queue_work(stream_of(sim, stream));
+		pthread_mutex_unlock(&sim->lock);
+	}
+	return rc;
+}
+
+static int sim_dev_free_async(void *ctx, int device, void *ptr, void *stream)
+{
+	struct alloy_cuda_sim *sim = ctx;
+
+	pthread_mutex_lock(&sim->lock);
+	queue_work(stream_of(sim, stream));
+	pthread_mutex_unlock(&sim->lock);
+	return sim_dev_free(ctx, device, ptr);
+}
+
 static int sim_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
 {
 	struct alloy_cuda_sim *sim = ctx;
@@ -309,6 +337,8 @@ static const struct alloy__devsrc_ops sim_ops = {
 	.name = "sim",
 	.dev_malloc = sim_dev_malloc,
 	.dev_free = sim_dev_free,
+	.dev_malloc_async = sim_dev_malloc_async,
+	.dev_free_async = sim_dev_free_async,
 	.mem_info = sim_mem_info,
 	.device_count = sim_device_count,
 	.dev_memset = sim_dev_memset,

@@ -765,6 +765,30 @@ START_TEST(plain_allocator_makes_a_device_call_per_block)
 }
 END_TEST
 
+START_TEST(async_allocator_orders_on_streams)
+{
+	struct alloy_allocator *as;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_data_ptr x;
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_create(64 * MiB, &sim));
+	ck_assert_ok(alloy_cuda_async_register_sim(sim, "async_test", &as));
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_alloc(as, 4096, 0, ALLOY_ALLOC_ZERO, &x));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[4095], 0);
+	ck_assert_ok(alloy_cuda_record_stream(&x, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	alloy_data_ptr_free(&x); /* waits for s1 on the host, then frees */
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_mallocs, 1);
+	ck_assert_uint_eq(c.dev_frees, 1);
+	ck_assert_uint_ge(c.syncs, 1);
+	ck_assert_int_eq(alloy_alloc(as, 100 * MiB, 0, 0, &x), -ENOMEM);
+	ck_assert_int_eq(alloy_alloc(as, 64, 4096, 0, &x), -ENOMEM);
+}
+END_TEST
+
 START_TEST(unregistering_returns_the_cache)
 {
 	struct alloy_allocator *a = fresh(1ull << 30), *h;
@@ -864,6 +888,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, registry_stats_come_from_the_allocator);
 	tcase_add_test(tc, realloc_copies_on_the_device);
 	tcase_add_test(tc, plain_allocator_makes_a_device_call_per_block);
+	tcase_add_test(tc, async_allocator_orders_on_streams);
 	tcase_add_test(tc, unregistering_returns_the_cache);
 	tcase_add_test(tc, conf_selects_it_as_the_cuda_default);
 	tcase_add_test(tc, threads_share_it_safely);

@@ -108,6 +108,20 @@ static void test_oom(struct alloy_allocator *cc)
 	printf("ok out-of-memory refused cleanly\n");
 }
 
+static void test_async(void)
+{
+	struct alloy_allocator *as = alloy_find_allocator("cuda_async");
+	struct alloy_data_ptr x;
+
+	CHECK(as != NULL);
+	if (!as)
+		return;
+	CHECK(alloy_alloc(as, 1 << 20, 0, ALLOY_ALLOC_ZERO, &x) == 0);
+	alloy_data_ptr_free(&x);
+	CHECK(cudaDeviceSynchronize() == cudaSuccess);
+	printf("ok cuda_async\n");
+}
+
 static double now_ns(void)
 {
 	struct timespec ts;
@@ -124,7 +138,8 @@ static void bench(struct alloy_allocator *cc)
 	cudaStreamCreate(&s);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		long n = 20000, nm = 500;
-		double t0, c, m, a;
+		struct alloy_allocator *as = alloy_find_allocator("cuda_async");
+		double t0, c, m, a, aa = 0;
 		void *p;
 
 		t0 = now_ns();
@@ -148,9 +163,20 @@ static void bench(struct alloy_allocator *cc)
 		}
 		cudaStreamSynchronize(s);
 		a = (now_ns() - t0) / (double)n;
+		if (as) {
+			t0 = now_ns();
+			for (long k = 0; k < n; k++) {
+				struct alloy_data_ptr dp;
+
+				alloy_alloc(as, sizes[i], 0, 0, &dp);
+				alloy_data_ptr_free(&dp);
+			}
+			cudaDeviceSynchronize();
+			aa = (now_ns() - t0) / (double)n;
+		}
 		printf("bench %9zu B: cuda_caching %8.1f ns/pair, cudaMalloc+cudaFree %10.1f ns/pair, "
-		       "cudaMallocAsync+cudaFreeAsync %8.1f ns/pair\n",
-		       sizes[i], c, m, a);
+		       "cudaMallocAsync+cudaFreeAsync %8.1f ns/pair, alloy cuda_async %8.1f ns/pair\n",
+		       sizes[i], c, m, a, aa);
 	}
 	cudaStreamDestroy(s);
 }
@@ -172,6 +198,7 @@ int main(int argc, char **argv)
 	test_context_and_copies();
 	test_pinned_and_syncedmem();
 	test_oom(cc);
+	test_async();
 	if (argc > 1 && !strcmp(argv[1], "--bench"))
 		bench(cc);
 	printf("%s: %d failure(s)\n", argv[0], failures);

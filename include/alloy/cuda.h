@@ -7,6 +7,7 @@
  *   cuda              cudaMalloc/cudaFree per block        (module alloy_cuda)
  *   cuda_caching      PyTorch-style caching allocator       (module alloy_cuda)
  *   cuda_host         pinned host caching allocator         (module alloy_cuda)
+ *   cuda_async        cudaMallocAsync/cudaFreeAsync         (module alloy_cuda)
  *   cuda_caching_sim  the caching policy on the simulated device (built in)
  *   cuda_host_sim     the pinned policy on the simulated device  (built in)
  *
@@ -198,6 +199,9 @@ int alloy_cuda_caching_register_sim(struct alloy_cuda_sim *sim,
 int alloy_cuda_host_register_sim(struct alloy_cuda_sim *sim, const char *name,
 				 struct alloy_allocator **out);
 int alloy_cuda_plain_register_sim(struct alloy_cuda_sim *sim, const char *name,
+				  struct alloy_allocator **out);
+/* The stream-ordered allocator (cuda_async's policy) on sim. */
+int alloy_cuda_async_register_sim(struct alloy_cuda_sim *sim, const char *name,
 				  struct alloy_allocator **out);
 
 /* The simulator under an allocator registered above, or NULL. */

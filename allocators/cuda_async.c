@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/cuda_async.c - `cuda_async`: the driver's stream-ordered
+ * allocator (cudaMallocAsync/cudaFreeAsync) behind the alloy interface.
+ *
+ * The driver keeps its own pool per device, so this is a thin layer: it
+ * remembers each block's stream and device, frees on that stream, and
+ * honours record_stream: a block also used on other streams is freed only
+ * after the host has waited for those streams (the source has no
+ * cross-stream wait; correctness first, and record_stream is rare).
+ */
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "allocators/devsrc.h"
+#include "allocators/ptrmap.h"
+
+#define ASYNC_ALIGN 256u /* what cudaMallocAsync guarantees */
+
+struct async_block {
+	void *stream;
+	int device;
+	void **uses; /* other streams it was used on */
+	int nuses, cap_uses;
+};
+
+struct cua {
+	struct alloy__cuda_base b; /* lock, src, ops, name */
+	struct alloy__ptrmap blocks; /* address -> struct async_block */
+};
+
+static void *async_alloc_async(void *ctx, size_t size, size_t align,
+			       unsigned flags, void *stream)
+{
+	struct cua *ca = ctx;
+	int device = alloy_cuda_current_device();
+	struct async_block *blk;
+	void *p;
+	int rc;
+
+	if (unlikely(align > ASYNC_ALIGN)) {
+		alloy__error(-EINVAL, ca->b.name,
+			     "alignment %zu is above the %u bytes cudaMallocAsync gives",
+			     align, ASYNC_ALIGN);
+		return NULL;
+	}
+	blk = calloc(1, sizeof(*blk));
+	if (!blk) {
+		alloy__error(-ENOMEM, ca->b.name, "no memory for a block record");
+		return NULL;
+	}
+	if (ca->b.src.ops->dev_malloc_async(ca->b.src.ctx, device, size, stream,
+					    &p)) {
+		free(blk);
+		return NULL;
+	}
+	blk->stream = stream;
+	blk->device = device;
+	pthread_mutex_lock(&ca->b.lock);
+	rc = alloy__ptrmap_put(&ca->blocks, p, blk);
+	pthread_mutex_unlock(&ca->b.lock);
+	if (rc) {
+		ca->b.src.ops->dev_free_async(ca->b.src.ctx, device, p, stream);
+		free(blk);
+		alloy__error(-ENOMEM, ca->b.name, "no memory for the block map");
+		return NULL;
+	}
+	if (flags & ALLOY_ALLOC_ZERO)
+		ca->b.src.ops->dev_memset(ca->b.src.ctx, device, p, 0, size, stream);
+	return p;
+}
+
+static void *async_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	return async_alloc_async(ctx, size, align, flags,
+				 alloy_cuda_current_stream());
+}
+
+static int add_use(struct async_block *blk, void *stream)
+{
+	for (int i = 0; i < blk->nuses; i++)
+		if (blk->uses[i] == stream)
+			return 0;
+	if (blk->nuses == blk->cap_uses) {
+		int cap = blk->cap_uses ? 2 * blk->cap_uses : 4;
+		void **u = realloc(blk->uses, (size_t)cap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		blk->uses = u;
+		blk->cap_uses = cap;
+	}
+	blk->uses[blk->nuses++] = stream;
+	return 0;
+}
+
+static void async_free_async(void *ctx, void *ptr, size_t size, size_t align,
+			     void *stream)
+{
+	struct cua *ca = ctx;
+	struct async_block *blk;
+
+	pthread_mutex_lock(&ca->b.lock);
+	blk = alloy__ptrmap_take(&ca->blocks, ptr);
+	pthread_mutex_unlock(&ca->b.lock);
+	if (!blk) {
+		alloy__error(-EINVAL, ca->b.name,
+			     "%p was not allocated here (double free?)", ptr);
+		return;
+	}
+	/* Work on other streams that used it must be done first. */
+	if (stream && stream != blk->stream)
+		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, stream);
+	for (int i = 0; i < blk->nuses; i++)
+		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, blk->uses[i]);
+	ca->b.src.ops->dev_free_async(ca->b.src.ctx, blk->device, ptr,
+				      blk->stream);
+	free(blk->uses);
+	free(blk);
+}
+
+static void async_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	async_free_async(ctx, ptr, size, align, NULL);
+}
+
+static int async_record_stream(void *ctx, void *ptr, void *stream)
+{
+	struct cua *ca = ctx;
+	struct async_block *blk;
+	int rc = 0;
+
+	pthread_mutex_lock(&ca->b.lock);
+	blk = alloy__ptrmap_get(&ca->blocks, ptr);
+	if (!blk)
+		rc = alloy__error(-EINVAL, ca->b.name,
+				  "record_stream: %p is not a live block", ptr);
+	else if (stream != blk->stream && add_use(blk, stream))
+		rc = alloy__error(-ENOMEM, ca->b.name, "record_stream: no memory");
+	pthread_mutex_unlock(&ca->b.lock);
+	return rc;
+}
+
+static const struct alloy_allocator_ops async_template = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.device_type = ALLOY_DEVICE_CUDA,
+	.alloc = async_alloc,
+	.free = async_free,
+	.alloc_async = async_alloc_async,
+	.free_async = async_free_async,
+	.record_stream = async_record_stream,
+};
+
+int alloy__cuda_async_new(const struct alloy__devsrc *src, const char *name,
+			  const struct alloy_allocator_ops **ops, void **ctx)
+{
+	return alloy__cuda_base_new(sizeof(struct cua), src, name,
+				    &async_template, ops, ctx);
+}
