@@ -7,6 +7,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config check
 # Headless Chromium renders the timeline for scripts/check-timeline.sh;
 # ALLOY_DEPS_MINIMAL=1 leaves it out.
 [ -n "${ALLOY_DEPS_MINIMAL:-}" ] || pkgs+=(chromium)
+# CI's reliability stages: libFuzzer comes with clang; valgrind memcheck.
+[ "${1:-}" != "--ci" ] || pkgs+=(clang valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

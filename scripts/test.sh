@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Quick start, second command: install what is missing, build, run the whole
 # test suite (make check).  With --ci it also repeats the suite in an
-# ASan+UBSan build.
+# ASan+UBSan build, then runs scripts/reliability.sh (threaded suites under
+# TSan, a subset under valgrind, a short fuzzing run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci=no
 [ "${1:-}" = "--ci" ] && ci=yes
-bash scripts/deps.sh
+if [ "$ci" = yes ]; then bash scripts/deps.sh --ci; else bash scripts/deps.sh; fi
 autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 
 run_suite() { # builddir configure-args...
@@ -30,4 +31,6 @@ run_suite build
 if [ "$ci" = yes ]; then
 	echo "=== again under ASan+UBSan"
 	run_suite build-asan --enable-sanitizers
+	# TSan on the threaded suites, valgrind, bounded fuzzing (issue 7).
+	bash scripts/reliability.sh
 fi

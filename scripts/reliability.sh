@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The reliability stages of CI (docs/RELIABILITY.md), run by
+# scripts/test.sh --ci after the normal and ASan+UBSan suites:
+#
+#   1. every suite that starts threads, under ThreadSanitizer (build-tsan/)
+#   2. the single-threaded core of the suite under valgrind memcheck,
+#      on the normal build that scripts/test.sh made (build/)
+#   3. each libFuzzer target for ALLOY_FUZZ_SECONDS (default 60) seconds
+#      (scripts/fuzz.sh, build-fuzz/)
+#
+# Usage: scripts/reliability.sh [tsan] [valgrind] [fuzz]   (default: all)
+# Each stage prints its wall time; on 2 cores the three take about ten
+# minutes, well inside CI's 90.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(tsan valgrind fuzz)
+jobs=$(nproc)
+
+# Suites whose tests start threads: tests/test_<suite>.c calls pthread_create.
+threaded_suites() {
+	local f s
+	for f in tests/test_*.c; do
+		s=$(basename "$f" .c)
+		s=${s#test_}
+		grep -q pthread_create "$f" && grep -q "X($s)" tests/suites.h &&
+			echo "$s"
+	done
+}
+
+# Suites for valgrind: no threads (their interleavings are TSan's job, and
+# valgrind serialises them slowly) and no multi-second time bounds.
+VALGRIND_SUITES=(error conf default context fail debug sweep)
+
+run_suites() { # label runner-command... ; suites in $suites
+	local label=$1 failed=0 s
+	shift
+	for s in $suites; do
+		if ! CK_RUN_SUITE=$s "$@" >"$log_dir/$label-$s.log" 2>&1 ||
+			grep -q -E "ThreadSanitizer|ERROR SUMMARY: [1-9]" \
+				"$log_dir/$label-$s.log"; then
+			echo "$label: suite $s FAILED:"
+			tail -60 "$log_dir/$label-$s.log"
+			failed=1
+		fi
+		grep -h -E '^[0-9]+%: Checks' "$log_dir/$label-$s.log" |
+			sed "s/^/$label: $s: /" || true
+	done
+	return $failed
+}
+
+stage_tsan() {
+	mkdir -p build-tsan
+	(
+		cd build-tsan
+		[ -f Makefile ] || ../configure -q --without-cuda \
+			--without-jemalloc --without-mimalloc \
+			CFLAGS="-O1 -g -fsanitize=thread" \
+			LDFLAGS="-fsanitize=thread" 2>&1 |
+			grep -v "cannot remove 'core'" || true
+		# Warnings were shown by the normal build; errors still show.
+		make -j"$jobs" all tests/runner >/dev/null 2>make.err ||
+			{ cat make.err; exit 1; }
+	)
+	log_dir=build-tsan suites=$(threaded_suites) \
+		TSAN_OPTIONS="halt_on_error=1 exitcode=66 allocator_may_return_null=1 second_deadlock_stack=1" \
+		run_suites tsan build-tsan/tests/runner
+}
+
+stage_valgrind() {
+	[ -x build/tests/runner ] || [ -f build/tests/runner ] || {
+		echo "valgrind: build/tests/runner missing (run scripts/test.sh first)"
+		return 1
+	}
+	# check forks a child per test; valgrind follows it and each child
+	# exits 99 on a memory error or a definite leak, failing that test.
+	log_dir=build suites="${VALGRIND_SUITES[*]}" CK_TIMEOUT_MULTIPLIER=30 \
+		run_suites valgrind build/libtool --mode=execute valgrind \
+		--quiet --error-exitcode=99 --leak-check=full \
+		--show-leak-kinds=definite --errors-for-leak-kinds=definite \
+		build/tests/runner
+}
+
+stage_fuzz() {
+	bash scripts/fuzz.sh "${ALLOY_FUZZ_SECONDS:-60}"
+}
+
+status=0
+for st in "${stages[@]}"; do
+	start=$(date +%s)
+	echo "=== $st"
+	"stage_$st" || status=1
+	echo "=== $st: $(($(date +%s) - start)) s"
+done
+exit $status
