@@ -39,6 +39,44 @@ static inline bool alloy__ref_put(atomic_long *refs)
 	return atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
 }
 
+struct alloy_storage {
+	atomic_long refs;
+	struct alloy__buffer buf;
+	size_t capacity; /* bytes usable at buf.dp.ptr */
+	const struct alloy_type_meta *dtype;
+	struct alloy_device device;
+};
+
+/*
+ * The storage accessors for s != NULL, inline: the tensor code calls them
+ * on every access, and across files they could not be inlined otherwise.
+ */
+static inline void *alloy__storage_data(const struct alloy_storage *s)
+{
+	return s->buf.dp.ptr;
+}
+
+static inline size_t alloy__storage_capacity(const struct alloy_storage *s)
+{
+	return s->capacity;
+}
+
+static inline const struct alloy_type_meta *
+alloy__storage_dtype(const struct alloy_storage *s)
+{
+	return s->dtype;
+}
+
+static inline long alloy__storage_use_count(const struct alloy_storage *s)
+{
+	return atomic_load_explicit(&s->refs, memory_order_acquire);
+}
+
+static inline bool alloy__storage_unique(const struct alloy_storage *s)
+{
+	return alloy__storage_use_count(s) == 1;
+}
+
 /* Destroy the constructed elements, free the memory, empty *b. */
 ALLOY_HIDDEN void alloy__buffer_release(struct alloy__buffer *b);
 
@@ -51,10 +89,26 @@ ALLOY_HIDDEN int alloy__copy_items(const char *func,
 				   const void *src, struct alloy_device src_dev,
 				   void *dst, struct alloy_device dst_dev);
 
-/* n x itemsize, or -EOVERFLOW with a message naming func. */
-ALLOY_HIDDEN int alloy__elems_bytes(const char *func,
-				    const struct alloy_type_meta *t,
-				    uint64_t n, size_t *bytes);
+/* The -EOVERFLOW of alloy__elems_bytes, out of line. */
+ALLOY_HIDDEN int alloy__elems_overflow(const char *func,
+				       const struct alloy_type_meta *t,
+				       uint64_t n);
+
+/* n x itemsize into *bytes, or -EOVERFLOW with a message naming func. */
+static inline int alloy__elems_bytes(const char *func,
+				     const struct alloy_type_meta *t,
+				     uint64_t n, size_t *bytes)
+{
+	uint64_t b;
+
+	if (unlikely(__builtin_mul_overflow(n, t ? t->itemsize : 0, &b) ||
+		     b > (uint64_t)PTRDIFF_MAX)) {
+		*bytes = 0;
+		return alloy__elems_overflow(func, t, n);
+	}
+	*bytes = (size_t)b;
+	return 0;
+}
 
 /* ---- tensors (tensor.c, tensor_ops.c) ------------------------------ */
 
@@ -77,6 +131,12 @@ ALLOY_HIDDEN int alloy__tensor_shape(const char *func,
 				     const struct alloy_tensor *t,
 				     const int64_t *dims, int ndim,
 				     int64_t *numel, size_t *bytes);
+
+/* The same for t's own dims with the outer one (t->ndim >= 1) replaced. */
+ALLOY_HIDDEN int alloy__tensor_shape_outer(const char *func,
+					   const struct alloy_tensor *t,
+					   int64_t outer, int64_t *numel,
+					   size_t *bytes);
 
 /* Record dims and numel (already checked). */
 ALLOY_HIDDEN void alloy__tensor_set_dims(struct alloy_tensor *t,

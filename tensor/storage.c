@@ -12,35 +12,20 @@
 
 #include "tensor/internal.h"
 
-struct alloy_storage {
-	atomic_long refs;
-	struct alloy__buffer buf;
-	size_t capacity; /* bytes usable at buf.dp.ptr */
-	const struct alloy_type_meta *dtype;
-	struct alloy_device device;
-};
-
 /* Memory the CPU may touch: elements there can be constructed in place. */
 static bool host_accessible(struct alloy_device dev)
 {
 	return dev.type == ALLOY_DEVICE_CPU || dev.type == ALLOY_DEVICE_CUDA_HOST;
 }
 
-int alloy__elems_bytes(const char *func, const struct alloy_type_meta *t,
-		       uint64_t n, size_t *bytes)
+int alloy__elems_overflow(const char *func, const struct alloy_type_meta *t,
+			  uint64_t n)
 {
-	uint64_t itemsize = t ? t->itemsize : 0;
-	uint64_t b;
-
-	if (__builtin_mul_overflow(n, itemsize, &b) || b > (uint64_t)SIZE_MAX ||
-	    b > (uint64_t)PTRDIFF_MAX)
-		return alloy__error(-EOVERFLOW, func,
-				    "%llu elements x itemsize %llu (%s) overflows",
-				    (unsigned long long)n,
-				    (unsigned long long)itemsize,
-				    alloy_type_name(t));
-	*bytes = (size_t)b;
-	return 0;
+	return alloy__error(-EOVERFLOW, func,
+			    "%llu elements x itemsize %llu (%s) overflows",
+			    (unsigned long long)n,
+			    (unsigned long long)(t ? t->itemsize : 0),
+			    alloy_type_name(t));
 }
 
 int alloy__copy_items(const char *func, const struct alloy_type_meta *t,
@@ -154,7 +139,7 @@ void alloy_storage_unref(struct alloy_storage *s)
 
 long alloy_storage_use_count(const struct alloy_storage *s)
 {
-	return s ? atomic_load_explicit(&s->refs, memory_order_acquire) : 0;
+	return s ? alloy__storage_use_count(s) : 0;
 }
 
 bool alloy_storage_unique(const struct alloy_storage *s)
@@ -210,17 +195,17 @@ void alloy_storage_reset(struct alloy_storage *s)
 
 void *alloy_storage_data(const struct alloy_storage *s)
 {
-	return s ? s->buf.dp.ptr : NULL;
+	return s ? alloy__storage_data(s) : NULL;
 }
 
 size_t alloy_storage_capacity(const struct alloy_storage *s)
 {
-	return s ? s->capacity : 0;
+	return s ? alloy__storage_capacity(s) : 0;
 }
 
 const struct alloy_type_meta *alloy_storage_dtype(const struct alloy_storage *s)
 {
-	return s ? s->dtype : NULL;
+	return s ? alloy__storage_dtype(s) : NULL;
 }
 
 void alloy_storage_set_dtype(struct alloy_storage *s,

@@ -60,7 +60,7 @@ uint64_t alloy_tensor_max_keep_on_shrink_memory(void)
  */
 static bool must_free(const struct alloy_tensor *t, size_t needed)
 {
-	size_t cap = alloy_storage_capacity(t->storage);
+	size_t cap = alloy__storage_capacity(t->storage);
 
 	if (cap < needed)
 		return true;
@@ -139,41 +139,37 @@ int alloy_tensor_free_memory(struct alloy_tensor *t)
 {
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
 	/* Others still use a shared buffer: only this tensor lets go. */
-	if (!alloy_storage_unique(t->storage))
+	if (!alloy__storage_unique(t->storage))
 		return alloy__tensor_new_storage(__func__, t,
-						 alloy_storage_dtype(t->storage));
+						 alloy__storage_dtype(t->storage));
 	alloy_storage_reset(t->storage);
 	return 0;
 }
 
 /* ---- shape ---------------------------------------------------------- */
 
-int alloy__tensor_shape(const char *func, const struct alloy_tensor *t,
-			const int64_t *dims, int ndim, int64_t *numel,
-			size_t *bytes)
+/* The shape checks, with the outer dimension read as `outer`. */
+static int shape(const char *func, const struct alloy_tensor *t,
+		 const int64_t *dims, int ndim, int64_t outer, int64_t *numel,
+		 size_t *bytes)
 {
 	int64_t n = 1;
 	size_t b;
 	int rc;
 
-	if (ndim < 0 || ndim > ALLOY_TENSOR_MAX_DIMS)
-		return alloy__error(-EINVAL, func,
-				    "ndim %d is outside 0..%d", ndim,
-				    ALLOY_TENSOR_MAX_DIMS);
-	if (ndim > 0 && !dims)
-		return alloy__error(-EINVAL, func, "dims is NULL for ndim %d",
-				    ndim);
 	for (int i = 0; i < ndim; i++) {
-		if (dims[i] < 0)
+		int64_t d = i ? dims[i] : outer;
+
+		if (d < 0)
 			return alloy__error(-EINVAL, func,
 					    "dim %d is %" PRId64 "; dims must be >= 0",
-					    i, dims[i]);
-		if (__builtin_mul_overflow(n, dims[i], &n))
+					    i, d);
+		if (__builtin_mul_overflow(n, d, &n))
 			return alloy__error(-EOVERFLOW, func,
 					    "the product of the dims overflows at dim %d (%" PRId64 ")",
-					    i, dims[i]);
+					    i, d);
 	}
-	rc = alloy__elems_bytes(func, alloy_storage_dtype(t->storage),
+	rc = alloy__elems_bytes(func, alloy__storage_dtype(t->storage),
 				(uint64_t)n, &b);
 	if (rc)
 		return rc;
@@ -182,6 +178,26 @@ int alloy__tensor_shape(const char *func, const struct alloy_tensor *t,
 	if (bytes)
 		*bytes = b;
 	return 0;
+}
+
+int alloy__tensor_shape(const char *func, const struct alloy_tensor *t,
+			const int64_t *dims, int ndim, int64_t *numel,
+			size_t *bytes)
+{
+	if (ndim < 0 || ndim > ALLOY_TENSOR_MAX_DIMS)
+		return alloy__error(-EINVAL, func,
+				    "ndim %d is outside 0..%d", ndim,
+				    ALLOY_TENSOR_MAX_DIMS);
+	if (ndim > 0 && !dims)
+		return alloy__error(-EINVAL, func, "dims is NULL for ndim %d",
+				    ndim);
+	return shape(func, t, dims, ndim, ndim ? dims[0] : 1, numel, bytes);
+}
+
+int alloy__tensor_shape_outer(const char *func, const struct alloy_tensor *t,
+			      int64_t outer, int64_t *numel, size_t *bytes)
+{
+	return shape(func, t, t->dims, t->ndim, outer, numel, bytes);
 }
 
 void alloy__tensor_set_dims(struct alloy_tensor *t, const int64_t *dims,
@@ -224,7 +240,7 @@ int alloy_tensor_resize_like(struct alloy_tensor *t,
 
 int alloy_tensor_reshape(struct alloy_tensor *t, const int64_t *dims, int ndim)
 {
-	int64_t numel;
+	int64_t numel = 0;
 	int rc;
 
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
@@ -243,7 +259,7 @@ int alloy_tensor_reshape(struct alloy_tensor *t, const int64_t *dims, int ndim)
 /* The buffer, or the stand-in for a tensor with no elements. */
 static void *data_or_empty(const struct alloy_tensor *t)
 {
-	void *p = alloy_storage_data(t->storage);
+	void *p = alloy__storage_data(t->storage);
 
 	return p ? p : (void *)&empty_buffer;
 }
@@ -260,7 +276,7 @@ static void *data_checked(const char *func, const struct alloy_tensor *t)
 			     "tensor has no dims yet: call resize, then raw_mutable_data");
 		return NULL;
 	}
-	if (t->numel > 0 && !alloy_storage_data(t->storage)) {
+	if (t->numel > 0 && !alloy__storage_data(t->storage)) {
 		alloy__error(-EINVAL, func,
 			     "tensor of %" PRId64 " elements has no buffer yet (allocation is lazy: call raw_mutable_data first)",
 			     t->numel);
@@ -282,7 +298,7 @@ const void *alloy_tensor_data(const struct alloy_tensor *t,
 
 	if (!p)
 		return NULL;
-	have = alloy_storage_dtype(t->storage);
+	have = alloy__storage_dtype(t->storage);
 	if (have != dtype) {
 		alloy__error(-EINVAL, __func__,
 			     "tensor holds %s while caller expects %s",
@@ -305,13 +321,13 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 	if (!t)
 		return alloy__error(-EINVAL, func, "tensor is NULL");
 	s = t->storage;
-	old = alloy_storage_dtype(s);
+	old = alloy__storage_dtype(s);
 	if (!dtype)
 		dtype = old;
 	if (!dtype)
 		return alloy__error(-EINVAL, func,
 				    "tensor has no type yet: pass one");
-	if (old == dtype && (alloy_storage_data(s) || t->numel == 0))
+	if (old == dtype && (alloy__storage_data(s) || t->numel == 0))
 		goto out;
 	if (t->numel < 0)
 		return alloy__error(-EINVAL, func,
@@ -321,7 +337,7 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 		return rc;
 
 	/* A shared storage keeps its type for its other users. */
-	if (alloy_storage_unique(s)) {
+	if (alloy__storage_unique(s)) {
 		alloy_storage_set_dtype(s, dtype);
 	} else if (old != dtype) {
 		rc = alloy__tensor_new_storage(func, t, dtype);
@@ -332,7 +348,7 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 
 	/* Plain bytes can be reinterpreted in place, e.g. int32 -> float. */
 	reuse = alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old)) &&
-		alloy_storage_capacity(s) >= bytes;
+		alloy__storage_capacity(s) >= bytes;
 	if (t->numel > 0 && !reuse) {
 		rc = alloy_storage_allocate(s, dtype, (size_t)t->numel);
 		if (rc)
@@ -393,7 +409,7 @@ int64_t alloy_tensor_numel(const struct alloy_tensor *t)
 
 const struct alloy_type_meta *alloy_tensor_dtype(const struct alloy_tensor *t)
 {
-	return t ? alloy_storage_dtype(t->storage) : NULL;
+	return t ? alloy__storage_dtype(t->storage) : NULL;
 }
 
 size_t alloy_tensor_itemsize(const struct alloy_tensor *t)
@@ -411,7 +427,7 @@ size_t alloy_tensor_nbytes(const struct alloy_tensor *t)
 
 size_t alloy_tensor_capacity_nbytes(const struct alloy_tensor *t)
 {
-	return t ? alloy_storage_capacity(t->storage) : 0;
+	return t ? alloy__storage_capacity(t->storage) : 0;
 }
 
 struct alloy_device alloy_tensor_device(const struct alloy_tensor *t)
@@ -455,12 +471,12 @@ int alloy_tensor_debug_string(const struct alloy_tensor *t, char *buf,
 		PUT("%s%" PRId64, i ? ", " : "", t->dims[i]);
 	PUT("] numel=%" PRId64 " %s:%d capacity=%zu storage_refs=%ld",
 	    t->numel, alloy_device_type_name(t->device.type), t->device.index,
-	    alloy_storage_capacity(t->storage),
-	    alloy_storage_use_count(t->storage));
+	    alloy__storage_capacity(t->storage),
+	    alloy__storage_use_count(t->storage));
 	a = alloy_tensor_allocator(t);
 	if (a)
 		PUT(" allocator=%s", alloy_allocator_name(a));
-	else if (alloy_storage_data(t->storage))
+	else if (alloy__storage_data(t->storage))
 		PUT(" external");
 	if (t->reserved)
 		PUT(" reserved");

@@ -22,7 +22,7 @@
 static int regrow(struct alloy_tensor *t, int64_t cap_numel)
 {
 	struct alloy_storage *old = t->storage;
-	const struct alloy_type_meta *dtype = alloy_storage_dtype(old);
+	const struct alloy_type_meta *dtype = alloy__storage_dtype(old);
 	struct alloy_storage *s = alloy_storage_new(t->device, dtype);
 	int rc;
 
@@ -32,8 +32,8 @@ static int regrow(struct alloy_tensor *t, int64_t cap_numel)
 	if (!rc)
 		rc = alloy__copy_items("alloy_tensor_extend", dtype,
 				       (size_t)t->numel,
-				       alloy_storage_data(old), t->device,
-				       alloy_storage_data(s), t->device);
+				       alloy__storage_data(old), t->device,
+				       alloy__storage_data(s), t->device);
 	if (rc) {
 		alloy_storage_unref(s);
 		return rc;
@@ -42,9 +42,19 @@ static int regrow(struct alloy_tensor *t, int64_t cap_numel)
 	return 0;
 }
 
+/* Resize t to its dims with the outer one replaced (no data to keep). */
+static int resize_outer(struct alloy_tensor *t, int64_t outer)
+{
+	int64_t dims[ALLOY_TENSOR_MAX_DIMS];
+
+	memcpy(dims, t->dims, (size_t)t->ndim * sizeof(*dims));
+	dims[0] = outer;
+	return alloy_tensor_resize(t, dims, t->ndim);
+}
+
 int alloy_tensor_extend(struct alloy_tensor *t, int64_t num, float growth_pct)
 {
-	int64_t dims[ALLOY_TENSOR_MAX_DIMS], numel, cap_numel;
+	int64_t outer, cap_outer, numel, cap_numel;
 	double grown;
 	size_t bytes;
 	int rc;
@@ -57,41 +67,39 @@ int alloy_tensor_extend(struct alloy_tensor *t, int64_t num, float growth_pct)
 	ALLOY_ENFORCE(growth_pct >= 0 && isfinite(growth_pct), -EINVAL,
 		      "growth_pct is %g; must be finite and >= 0",
 		      (double)growth_pct);
-	memcpy(dims, t->dims, (size_t)t->ndim * sizeof(*dims));
-	ALLOY_ENFORCE(!__builtin_add_overflow(dims[0], num, &dims[0]),
+	ALLOY_ENFORCE(!__builtin_add_overflow(t->dims[0], num, &outer),
 		      -EOVERFLOW, "outer dim %" PRId64 " + %" PRId64 " overflows",
 		      t->dims[0], num);
 	/* Nothing allocated yet: there is no data to keep. */
-	if (!alloy_storage_data(t->storage))
-		return alloy_tensor_resize(t, dims, t->ndim);
-	rc = alloy__tensor_shape(__func__, t, dims, t->ndim, &numel, &bytes);
+	if (!alloy__storage_data(t->storage))
+		return resize_outer(t, outer);
+	rc = alloy__tensor_shape_outer(__func__, t, outer, &numel, &bytes);
 	if (rc)
 		return rc;
-	if (bytes <= alloy_storage_capacity(t->storage)) {
-		alloy__tensor_set_dims(t, dims, t->ndim, numel);
-		return 0;
+	if (bytes > alloy__storage_capacity(t->storage)) {
+		/* Grow the capacity geometrically: amortised O(1) per element. */
+		grown = ceil((double)t->dims[0] * (100.0 + growth_pct) / 100.0);
+		cap_outer = grown > (double)outer ?
+				    (grown < 0x1p62 ? (int64_t)grown : INT64_MAX) :
+				    outer;
+		/* Growth that would overflow falls back to what is asked. */
+		if (alloy__tensor_shape_outer(__func__, t, cap_outer, &cap_numel,
+					      NULL))
+			cap_numel = numel;
+		rc = regrow(t, cap_numel);
+		if (rc)
+			return rc;
+		t->reserved = true;
 	}
-
-	/* Grow the capacity geometrically: amortised O(1) per element. */
-	grown = ceil((double)t->dims[0] * (100.0 + growth_pct) / 100.0);
-	dims[0] = grown > (double)dims[0] ?
-			  (grown < 0x1p62 ? (int64_t)grown : INT64_MAX) : dims[0];
-	/* Growth that would overflow falls back to exactly what is asked. */
-	if (alloy__tensor_shape(__func__, t, dims, t->ndim, &cap_numel, NULL))
-		cap_numel = numel;
-	rc = regrow(t, cap_numel);
-	if (rc)
-		return rc;
-	dims[0] = t->dims[0] + num;
-	alloy__tensor_set_dims(t, dims, t->ndim, numel);
-	t->reserved = true;
+	t->dims[0] = outer;
+	t->numel = numel;
 	return 0;
 }
 
 int alloy_tensor_reserve_space(struct alloy_tensor *t, int64_t outer_dim)
 {
-	int64_t dims[ALLOY_TENSOR_MAX_DIMS], cap_numel;
 	const struct alloy_type_meta *dtype;
+	int64_t cap_numel;
 	size_t bytes;
 	int rc;
 
@@ -101,18 +109,16 @@ int alloy_tensor_reserve_space(struct alloy_tensor *t, int64_t outer_dim)
 		      t->ndim, t->numel);
 	ALLOY_ENFORCE(outer_dim >= 0, -EINVAL,
 		      "outer_dim is %" PRId64 "; must be >= 0", outer_dim);
-	dtype = alloy_storage_dtype(t->storage);
+	dtype = alloy__storage_dtype(t->storage);
 	ALLOY_ENFORCE(dtype, -EINVAL,
 		      "tensor has no type yet: call raw_mutable_data first");
-	ALLOY_ENFORCE(alloy_storage_unique(t->storage), -EBUSY,
+	ALLOY_ENFORCE(alloy__storage_unique(t->storage), -EBUSY,
 		      "storage is shared by %ld users; reserve_space needs it alone",
-		      alloy_storage_use_count(t->storage));
-	memcpy(dims, t->dims, (size_t)t->ndim * sizeof(*dims));
-	dims[0] = outer_dim;
-	rc = alloy__tensor_shape(__func__, t, dims, t->ndim, &cap_numel, &bytes);
+		      alloy__storage_use_count(t->storage));
+	rc = alloy__tensor_shape_outer(__func__, t, outer_dim, &cap_numel, &bytes);
 	if (rc)
 		return rc;
-	if (bytes <= alloy_storage_capacity(t->storage))
+	if (bytes <= alloy__storage_capacity(t->storage))
 		return 0;
 	/* As in c10, the old contents are discarded, not copied. */
 	rc = alloy_storage_allocate(t->storage, dtype, (size_t)cap_numel);
@@ -132,9 +138,9 @@ int alloy_tensor_shrink_to(struct alloy_tensor *t, int64_t outer_dim)
 	ALLOY_ENFORCE(outer_dim >= 0 && outer_dim <= t->dims[0], -EINVAL,
 		      "new outer dim %" PRId64 " is outside 0..%" PRId64 " (the current one)",
 		      outer_dim, t->dims[0]);
-	ALLOY_ENFORCE(alloy_storage_unique(t->storage), -EBUSY,
+	ALLOY_ENFORCE(alloy__storage_unique(t->storage), -EBUSY,
 		      "storage is shared by %ld users; use resize instead",
-		      alloy_storage_use_count(t->storage));
+		      alloy__storage_use_count(t->storage));
 	/* Smaller than a product already checked: cannot overflow. */
 	for (int i = 1; i < t->ndim; i++)
 		numel *= t->dims[i];
@@ -158,7 +164,7 @@ int alloy_tensor_share_data(struct alloy_tensor *t,
 	ALLOY_ENFORCE(src->numel == t->numel, -EINVAL,
 		      "numel %" PRId64 " != source numel %" PRId64 " (reshape before sharing)",
 		      t->numel, src->numel);
-	ALLOY_ENFORCE(alloy_storage_data(src->storage) || src->numel == 0,
+	ALLOY_ENFORCE(alloy__storage_data(src->storage) || src->numel == 0,
 		      -EINVAL,
 		      "source has %" PRId64 " elements but no buffer yet",
 		      src->numel);
@@ -178,7 +184,7 @@ int alloy_tensor_share_external_pointer(struct alloy_tensor *t, void *ptr,
 
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
 	if (!dtype)
-		dtype = alloy_storage_dtype(t->storage);
+		dtype = alloy__storage_dtype(t->storage);
 	ALLOY_ENFORCE(dtype, -EINVAL,
 		      "tensor has no type: pass the type of the memory at %p",
 		      ptr);
@@ -198,7 +204,7 @@ int alloy_tensor_share_external_pointer(struct alloy_tensor *t, void *ptr,
 	ALLOY_ENFORCE(nbytes >= need, -EINVAL,
 		      "%zu bytes at %p are fewer than numel %" PRId64 " x itemsize %zu",
 		      nbytes, ptr, t->numel, dtype->itemsize);
-	if (alloy_storage_unique(t->storage))
+	if (alloy__storage_unique(t->storage))
 		return alloy_storage_share_external(t->storage, ptr, nbytes,
 						    dtype, deleter, ctx);
 	s = alloy_storage_new_external(ptr, nbytes, t->device, dtype, deleter,
@@ -221,11 +227,11 @@ int alloy_tensor_copy_from(struct alloy_tensor *t,
 	ALLOY_ENFORCE(t && src, -EINVAL, "%s is NULL", t ? "src" : "tensor");
 	if (t == src)
 		return 0;
-	ALLOY_ENFORCE(src->numel <= 0 || alloy_storage_data(src->storage),
+	ALLOY_ENFORCE(src->numel <= 0 || alloy__storage_data(src->storage),
 		      -EINVAL, "source has %" PRId64 " elements but no buffer yet",
 		      src->numel);
-	dtype = alloy_storage_dtype(src->storage);
-	if (alloy_storage_dtype(t->storage) != dtype || src->numel == -1) {
+	dtype = alloy__storage_dtype(src->storage);
+	if (alloy__storage_dtype(t->storage) != dtype || src->numel == -1) {
 		rc = alloy__tensor_new_storage(__func__, t, dtype);
 		if (rc)
 			return rc;
@@ -241,7 +247,7 @@ int alloy_tensor_copy_from(struct alloy_tensor *t,
 	if (rc)
 		return rc;
 	return alloy__copy_items(__func__, dtype, (size_t)src->numel,
-				 alloy_storage_data(src->storage), src->device,
+				 alloy__storage_data(src->storage), src->device,
 				 dst, t->device);
 }
 
