@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "backendutil.h"
 
 #ifdef ALLOY_HAVE_MIMALLOC
 #include <dlfcn.h>
@@ -30,26 +31,16 @@ static struct alloy_allocator *mimalloc_default(void)
 	return a;
 }
 
+/* Made in this thread's mimalloc heap. */
+static bool mimalloc_owns(void *p, size_t size)
+{
+	(void)size;
+	return mi_check_owned(p);
+}
+
 START_TEST(serves_with_alignment)
 {
-	struct alloy_allocator *a = mimalloc_default();
-
-	for (size_t align = 8; align <= 65536; align *= 4) {
-		for (size_t size = 1; size < (1 << 20); size = size * 3 + 1) {
-			struct alloy_data_ptr dp;
-
-			ck_assert_ok(alloy_alloc(a, size, align, ALLOY_ALLOC_ZERO, &dp));
-			ck_assert_uint_eq((uintptr_t)dp.ptr % align, 0);
-			/* Made in this thread's mimalloc heap. */
-			ck_assert(mi_check_owned(dp.ptr));
-			ck_assert_uint_ge(alloy_allocator_usable_size(a, dp.ptr, size),
-					  size);
-			for (size_t i = 0; i < size; i += 997)
-				ck_assert_int_eq(((char *)dp.ptr)[i], 0);
-			alloy_data_ptr_free(&dp);
-		}
-	}
-	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	backend_check_blocks(mimalloc_default(), mimalloc_owns);
 }
 END_TEST
 
