@@ -20,8 +20,7 @@
 struct async_block {
 	void *stream;
 	int device;
-	void **uses; /* other streams it was used on */
-	int nuses, cap_uses;
+	struct alloy__ptrvec uses; /* other streams it was used on */
 };
 
 struct cua {
@@ -76,24 +75,6 @@ static void *async_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 				 alloy_cuda_current_stream());
 }
 
-static int add_use(struct async_block *blk, void *stream)
-{
-	for (int i = 0; i < blk->nuses; i++)
-		if (blk->uses[i] == stream)
-			return 0;
-	if (blk->nuses == blk->cap_uses) {
-		int cap = blk->cap_uses ? 2 * blk->cap_uses : 4;
-		void **u = realloc(blk->uses, (size_t)cap * sizeof(*u));
-
-		if (!u)
-			return -ENOMEM;
-		blk->uses = u;
-		blk->cap_uses = cap;
-	}
-	blk->uses[blk->nuses++] = stream;
-	return 0;
-}
-
 static void async_free_async(void *ctx, void *ptr, size_t size, size_t align,
 			     void *stream)
 {
@@ -111,11 +92,11 @@ static void async_free_async(void *ctx, void *ptr, size_t size, size_t align,
 	/* Work on other streams that used it must be done first. */
 	if (stream && stream != blk->stream)
 		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, stream);
-	for (int i = 0; i < blk->nuses; i++)
-		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, blk->uses[i]);
+	for (size_t i = 0; i < blk->uses.n; i++)
+		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, blk->uses.v[i]);
 	ca->b.src.ops->dev_free_async(ca->b.src.ctx, blk->device, ptr,
 				      blk->stream);
-	free(blk->uses);
+	alloy__ptrvec_free(&blk->uses);
 	free(blk);
 }
 
@@ -135,7 +116,7 @@ static int async_record_stream(void *ctx, void *ptr, void *stream)
 	if (!blk)
 		rc = alloy__error(-EINVAL, ca->b.name,
 				  "record_stream: %p is not a live block", ptr);
-	else if (stream != blk->stream && add_use(blk, stream))
+	else if (stream != blk->stream && alloy__ptrvec_add_unique(&blk->uses, stream))
 		rc = alloy__error(-ENOMEM, ca->b.name, "record_stream: no memory");
 	pthread_mutex_unlock(&ca->b.lock);
 	return rc;

@@ -125,36 +125,16 @@ static struct cc_block *get_block(struct cc *cc)
 
 static void put_block(struct cc *cc, struct cc_block *b)
 {
-	if (b->uses) {
-		free(b->uses);
-		b->uses = NULL;
-	}
+	if (b->uses.v)
+		alloy__ptrvec_free(&b->uses);
 	b->next = cc->spare_blocks;
 	cc->spare_blocks = b;
 }
 
-static int add_use(struct cc_block *b, void *stream)
-{
-	for (int i = 0; i < b->nuses; i++)
-		if (b->uses[i] == stream)
-			return 0;
-	if (b->nuses == b->cap_uses) {
-		int cap = b->cap_uses ? 2 * b->cap_uses : 4;
-		void **u = realloc(b->uses, (size_t)cap * sizeof(*u));
-
-		if (!u)
-			return -ENOMEM;
-		b->uses = u;
-		b->cap_uses = cap;
-	}
-	b->uses[b->nuses++] = stream;
-	return 0;
-}
-
 static int get_event(struct cc *cc, int device, void **ev)
 {
-	if (cc->nspare) {
-		*ev = cc->spare_events[--cc->nspare];
+	if (cc->spare_events.n) {
+		*ev = cc->spare_events.v[--cc->spare_events.n];
 		return 0;
 	}
 	return cc->b.src.ops->event_create(cc->b.src.ctx, device, ev);
@@ -162,18 +142,8 @@ static int get_event(struct cc *cc, int device, void **ev)
 
 static void put_event(struct cc *cc, void *ev)
 {
-	if (cc->nspare == cc->cap_spare) {
-		size_t cap = cc->cap_spare ? 2 * cc->cap_spare : 16;
-		void **v = realloc(cc->spare_events, cap * sizeof(*v));
-
-		if (!v) {
-			cc->b.src.ops->event_destroy(cc->b.src.ctx, ev);
-			return;
-		}
-		cc->spare_events = v;
-		cc->cap_spare = cap;
-	}
-	cc->spare_events[cc->nspare++] = ev;
+	if (alloy__ptrvec_push(&cc->spare_events, ev))
+		cc->b.src.ops->event_destroy(cc->b.src.ctx, ev);
 }
 
 /* ---- sizes ------------------------------------------------------------ */
@@ -477,16 +447,16 @@ static int insert_events(struct cc *cc, struct cc_block *b)
 {
 	int device = b->seg->device;
 
-	for (int i = 0; i < b->nuses; i++) {
+	for (size_t i = 0; i < b->uses.n; i++) {
 		struct cc_event *e = malloc(sizeof(*e));
 		void *ev = NULL;
 
 		if (!e || get_event(cc, device, &ev) ||
-		    cc->b.src.ops->event_record(cc->b.src.ctx, ev, b->uses[i])) {
+		    cc->b.src.ops->event_record(cc->b.src.ctx, ev, b->uses.v[i])) {
 			free(e);
 			if (ev)
 				put_event(cc, ev);
-			b->nuses = 0;
+			b->uses.n = 0;
 			cc->b.src.ops->device_synchronize(cc->b.src.ctx, device);
 			return -EIO;
 		}
@@ -500,7 +470,7 @@ static int insert_events(struct cc *cc, struct cc_block *b)
 		cc->events_tail = e;
 		b->event_count++;
 	}
-	b->nuses = 0;
+	b->uses.n = 0;
 	return 0;
 }
 
@@ -788,9 +758,9 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 	}
 	d = &cc->dev[b->seg->device];
 	unuse_block(cc, d, b);
-	if (has_stream && used_on != b->seg->stream && add_use(b, used_on))
+	if (has_stream && used_on != b->seg->stream && alloy__ptrvec_add_unique(&b->uses, used_on))
 		cc->b.src.ops->stream_synchronize(cc->b.src.ctx, used_on);
-	if (b->nuses && insert_events(cc, b) == 0 && b->event_count) {
+	if (b->uses.n && insert_events(cc, b) == 0 && b->event_count) {
 		b->state = CC_PENDING;
 	} else if (b->event_count) {
 		/* Synchronised after a failed record: what was recorded is done. */
@@ -832,7 +802,7 @@ static int cc_record_stream(void *ctx, void *ptr, void *stream)
 		rc = alloy__error(-EINVAL, cc->b.name,
 				  "record_stream: %p is not a live block of this allocator",
 				  ptr);
-	else if (stream != b->seg->stream && add_use(b, stream))
+	else if (stream != b->seg->stream && alloy__ptrvec_add_unique(&b->uses, stream))
 		rc = alloy__error(-ENOMEM, cc->b.name, "record_stream: no host memory");
 	pthread_mutex_unlock(&cc->b.lock);
 	return rc;

@@ -35,8 +35,7 @@ struct cc_block {
 	size_t requested; /* bytes the user asked for (while allocated) */
 	int state;        /* enum cc_state */
 	int event_count;  /* outstanding events before it may be reused */
-	void **uses;      /* other streams it was used on (record_stream) */
-	int nuses, cap_uses;
+	struct alloy__ptrvec uses; /* other streams it was used on */
 	uint64_t freed_tick; /* when it became free: the GC's age */
 };
 
@@ -87,8 +86,7 @@ struct cc {
 	struct cc_device dev[CC_MAX_DEVICES];
 	struct alloy__ptrmap live; /* allocated blocks by address */
 	struct cc_event *events, *events_tail; /* oldest first */
-	void **spare_events;   /* recorded-and-done events, for reuse */
-	size_t nspare, cap_spare;
+	struct alloy__ptrvec spare_events; /* done events, for reuse */
 	struct cc_block *spare_blocks; /* block records to reuse, via next */
 	uint64_t tick;
 };

@@ -29,8 +29,7 @@ struct ch_block {
 	void *ptr;
 	size_t size; /* a power of two */
 	int state;
-	void **events; /* recorded on streams that used it, not yet done */
-	int nevents, cap_events;
+	struct alloy__ptrvec events; /* recorded by its users, not yet done */
 	struct ch_block *next; /* in a free list or the pending list */
 };
 
@@ -39,8 +38,7 @@ struct ch {
 	struct alloy__ptrmap blocks; /* every block it holds, by address */
 	struct ch_block *bins[CH_BINS];
 	struct ch_block *pending;
-	void **spare_events;
-	size_t nspare, cap_spare;
+	struct alloy__ptrvec spare_events; /* done events, for reuse */
 	uint64_t allocated, reserved, peak_allocated, peak_reserved;
 	uint64_t host_allocs, host_frees;
 };
@@ -52,32 +50,22 @@ static int bin_of(size_t size)
 
 static void put_event(struct ch *ch, void *ev)
 {
-	if (ch->nspare == ch->cap_spare) {
-		size_t cap = ch->cap_spare ? 2 * ch->cap_spare : 16;
-		void **v = realloc(ch->spare_events, cap * sizeof(*v));
-
-		if (!v) {
-			ch->b.src.ops->event_destroy(ch->b.src.ctx, ev);
-			return;
-		}
-		ch->spare_events = v;
-		ch->cap_spare = cap;
-	}
-	ch->spare_events[ch->nspare++] = ev;
+	if (alloy__ptrvec_push(&ch->spare_events, ev))
+		ch->b.src.ops->event_destroy(ch->b.src.ctx, ev);
 }
 
 /* Drop the completed events of b; true when none is left. */
 static bool events_done(struct ch *ch, struct ch_block *b)
 {
-	int keep = 0;
+	size_t keep = 0;
 
-	for (int i = 0; i < b->nevents; i++) {
-		if (ch->b.src.ops->event_query(ch->b.src.ctx, b->events[i]) == 1)
-			put_event(ch, b->events[i]);
+	for (size_t i = 0; i < b->events.n; i++) {
+		if (ch->b.src.ops->event_query(ch->b.src.ctx, b->events.v[i]) == 1)
+			put_event(ch, b->events.v[i]);
 		else
-			b->events[keep++] = b->events[i];
+			b->events.v[keep++] = b->events.v[i];
 	}
-	b->nevents = keep;
+	b->events.n = keep;
 	return keep == 0;
 }
 
@@ -120,7 +108,7 @@ static size_t release_cached(struct ch *ch)
 			ch->host_frees++;
 			ch->reserved -= b->size;
 			freed += b->size;
-			free(b->events);
+			alloy__ptrvec_free(&b->events);
 			free(b);
 		}
 		ch->bins[i] = NULL;
@@ -209,7 +197,7 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 		return;
 	}
 	ch->allocated -= b->size;
-	if (b->nevents && !events_done(ch, b)) {
+	if (b->events.n && !events_done(ch, b)) {
 		b->state = CH_PENDING;
 		b->next = ch->pending;
 		ch->pending = b;
@@ -233,27 +221,15 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 				  "record_stream: %p is not a live pinned block", ptr);
 		goto out_unlock;
 	}
-	if (b->nevents == b->cap_events) {
-		int cap = b->cap_events ? 2 * b->cap_events : 4;
-		void **v = realloc(b->events, (size_t)cap * sizeof(*v));
-
-		if (!v) {
-			rc = alloy__error(-ENOMEM, ch->b.name, "record_stream: no memory");
-			goto out_unlock;
-		}
-		b->events = v;
-		b->cap_events = cap;
-	}
-	if (ch->nspare)
-		ev = ch->spare_events[--ch->nspare];
+	if (ch->spare_events.n)
+		ev = ch->spare_events.v[--ch->spare_events.n];
 	else if ((rc = ch->b.src.ops->event_create(ch->b.src.ctx, 0, &ev)))
 		goto out_unlock;
 	rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev, stream);
-	if (rc) {
+	if (!rc && alloy__ptrvec_push(&b->events, ev))
+		rc = alloy__error(-ENOMEM, ch->b.name, "record_stream: no memory");
+	if (rc)
 		put_event(ch, ev);
-		goto out_unlock;
-	}
-	b->events[b->nevents++] = ev;
 out_unlock:
 	pthread_mutex_unlock(&ch->b.lock);
 	return rc;

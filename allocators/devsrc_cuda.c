@@ -29,6 +29,11 @@ static int fail(cudaError_t e, const char *what)
 				  cudaGetErrorName(e));
 }
 
+static int check(cudaError_t e, const char *what)
+{
+	return e == cudaSuccess ? 0 : fail(e, what);
+}
+
 static int use_device(int device)
 {
 	int cur;
@@ -42,77 +47,63 @@ static int use_device(int device)
 
 static int cu_dev_malloc(void *ctx, int device, size_t size, void **out)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaMalloc(out, size);
-	return e == cudaSuccess ? 0 : fail(e, "cudaMalloc");
+	return check(cudaMalloc(out, size), "cudaMalloc");
 }
 
 static int cu_dev_free(void *ctx, int device, void *ptr)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaFree(ptr);
-	return e == cudaSuccess ? 0 : fail(e, "cudaFree");
+	return check(cudaFree(ptr), "cudaFree");
 }
 
 static int cu_dev_malloc_async(void *ctx, int device, size_t size,
 			       void *stream, void **out)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaMallocAsync(out, size, (cudaStream_t)stream);
-	return e == cudaSuccess ? 0 : fail(e, "cudaMallocAsync");
+	return check(cudaMallocAsync(out, size, (cudaStream_t)stream), "cudaMallocAsync");
 }
 
 static int cu_dev_free_async(void *ctx, int device, void *ptr, void *stream)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaFreeAsync(ptr, (cudaStream_t)stream);
-	return e == cudaSuccess ? 0 : fail(e, "cudaFreeAsync");
+	return check(cudaFreeAsync(ptr, (cudaStream_t)stream), "cudaFreeAsync");
 }
 
 static int cu_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaMemGetInfo(free_b, total);
-	return e == cudaSuccess ? 0 : fail(e, "cudaMemGetInfo");
+	return check(cudaMemGetInfo(free_b, total), "cudaMemGetInfo");
 }
 
 static int cu_device_count(void *ctx, int *count)
 {
-	cudaError_t e = cudaGetDeviceCount(count);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaGetDeviceCount");
+	return check(cudaGetDeviceCount(count), "cudaGetDeviceCount");
 }
 
 static int cu_dev_memset(void *ctx, int device, void *ptr, int byte, size_t n,
 			 void *stream)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaMemsetAsync(ptr, byte, n, (cudaStream_t)stream);
-	return e == cudaSuccess ? 0 : fail(e, "cudaMemsetAsync");
+	return check(cudaMemsetAsync(ptr, byte, n, (cudaStream_t)stream), "cudaMemsetAsync");
 }
 
 static int cu_copy(void *ctx, int device, void *dst, const void *src, size_t n,
@@ -141,41 +132,33 @@ static int cu_copy(void *ctx, int device, void *dst, const void *src, size_t n,
 
 static int cu_host_malloc(void *ctx, size_t size, void **out)
 {
-	cudaError_t e = cudaHostAlloc(out, size, cudaHostAllocDefault);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaHostAlloc");
+	return check(cudaHostAlloc(out, size, cudaHostAllocDefault), "cudaHostAlloc");
 }
 
 static int cu_host_free(void *ctx, void *ptr)
 {
-	cudaError_t e = cudaFreeHost(ptr);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaFreeHost");
+	return check(cudaFreeHost(ptr), "cudaFreeHost");
 }
 
 static int cu_event_create(void *ctx, int device, void **ev)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaEventCreateWithFlags((cudaEvent_t *)ev, cudaEventDisableTiming);
-	return e == cudaSuccess ? 0 : fail(e, "cudaEventCreate");
+	return check(cudaEventCreateWithFlags((cudaEvent_t *)ev,
+					      cudaEventDisableTiming),
+		     "cudaEventCreate");
 }
 
 static int cu_event_destroy(void *ctx, void *ev)
 {
-	cudaError_t e = cudaEventDestroy((cudaEvent_t)ev);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaEventDestroy");
+	return check(cudaEventDestroy((cudaEvent_t)ev), "cudaEventDestroy");
 }
 
 static int cu_event_record(void *ctx, void *ev, void *stream)
 {
-	cudaError_t e = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaEventRecord");
+	return check(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream), "cudaEventRecord");
 }
 
 static int cu_event_query(void *ctx, void *ev)
@@ -193,27 +176,21 @@ static int cu_event_query(void *ctx, void *ev)
 
 static int cu_event_synchronize(void *ctx, void *ev)
 {
-	cudaError_t e = cudaEventSynchronize((cudaEvent_t)ev);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaEventSynchronize");
+	return check(cudaEventSynchronize((cudaEvent_t)ev), "cudaEventSynchronize");
 }
 
 static int cu_stream_synchronize(void *ctx, void *stream)
 {
-	cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
-
-	return e == cudaSuccess ? 0 : fail(e, "cudaStreamSynchronize");
+	return check(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
 }
 
 static int cu_device_synchronize(void *ctx, int device)
 {
-	cudaError_t e;
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	e = cudaDeviceSynchronize();
-	return e == cudaSuccess ? 0 : fail(e, "cudaDeviceSynchronize");
+	return check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 static const struct alloy__devsrc_ops cuda_ops = {

@@ -118,18 +118,29 @@ static int sim_dev_malloc(void *ctx, int device, size_t size, void **out)
 	return 0;
 }
 
-static int sim_dev_free(void *ctx, int device, void *ptr)
+/* Forget block ptr of *list and count the free; its size, or 0. */
+static size_t take_block(struct alloy_cuda_sim *sim, struct sim_block **list,
+			 size_t *in_use, uint64_t *frees, void *ptr)
 {
-	struct alloy_cuda_sim *sim = ctx;
 	size_t size;
 
 	pthread_mutex_lock(&sim->lock);
-	size = unlink_block(&sim->dev_blocks, ptr);
+	size = unlink_block(list, ptr);
 	if (size) {
-		sim->counts.dev_bytes_in_use -= size;
-		sim->counts.dev_frees++;
+		*in_use -= size;
+		(*frees)++;
 	}
 	pthread_mutex_unlock(&sim->lock);
+	return size;
+}
+
+static int sim_dev_free(void *ctx, int device, void *ptr)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	size_t size = take_block(sim, &sim->dev_blocks,
+				 &sim->counts.dev_bytes_in_use,
+				 &sim->counts.dev_frees, ptr);
+
 	ALLOY_ENFORCE(size, -EINVAL,
 		      "%p is not simulated device memory (double free?)", ptr);
 	munmap(ptr, size);
@@ -237,15 +248,10 @@ static int sim_host_malloc(void *ctx, size_t size, void **out)
 static int sim_host_free(void *ctx, void *ptr)
 {
 	struct alloy_cuda_sim *sim = ctx;
-	size_t size;
+	size_t size = take_block(sim, &sim->host_blocks,
+				 &sim->counts.host_bytes_in_use,
+				 &sim->counts.host_frees, ptr);
 
-	pthread_mutex_lock(&sim->lock);
-	size = unlink_block(&sim->host_blocks, ptr);
-	if (size) {
-		sim->counts.host_bytes_in_use -= size;
-		sim->counts.host_frees++;
-	}
-	pthread_mutex_unlock(&sim->lock);
 	ALLOY_ENFORCE(size, -EINVAL,
 		      "%p is not simulated pinned memory (double free?)", ptr);
 	free(ptr);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/ptrmap.c - address -> record map (see ptrmap.h).
+ * allocators/ptrmap.c - address -> record map, pointer vector (ptrmap.h).
  */
 #include <stdlib.h>
 
@@ -106,4 +106,34 @@ void alloy__ptrmap_free(struct alloy__ptrmap *m)
 	m->slots = NULL;
 	m->mask = 0;
 	m->count = 0;
+}
+
+int alloy__ptrvec_push(struct alloy__ptrvec *pv, void *p)
+{
+	if (pv->n == pv->cap) {
+		size_t cap = pv->cap ? 2 * pv->cap : 4;
+		void **v = realloc(pv->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		pv->v = v;
+		pv->cap = cap;
+	}
+	pv->v[pv->n++] = p;
+	return 0;
+}
+
+int alloy__ptrvec_add_unique(struct alloy__ptrvec *pv, void *p)
+{
+	for (size_t i = 0; i < pv->n; i++)
+		if (pv->v[i] == p)
+			return 0;
+	return alloy__ptrvec_push(pv, p);
+}
+
+void alloy__ptrvec_free(struct alloy__ptrvec *pv)
+{
+	free(pv->v);
+	pv->v = NULL;
+	pv->n = pv->cap = 0;
 }

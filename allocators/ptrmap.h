@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/ptrmap.h - a map from block address to its record.
+ * allocators/ptrmap.h - a map from block address to its record, and a
+ * growable vector of pointers (streams a block was used on, spare events).
  *
  * Open addressing with linear probing and backward-shift deletion, so a
  * lookup touches one or two cache lines and a delete leaves no tombstones
@@ -35,5 +36,16 @@ ALLOY_HIDDEN void *alloy__ptrmap_take(struct alloy__ptrmap *m, const void *key);
 ALLOY_HIDDEN void *alloy__ptrmap_get(const struct alloy__ptrmap *m,
 				     const void *key);
 ALLOY_HIDDEN void alloy__ptrmap_free(struct alloy__ptrmap *m);
+
+struct alloy__ptrvec {
+	void **v;
+	size_t n, cap;
+};
+
+/* Append p; 0 or -ENOMEM (then pv is unchanged). */
+ALLOY_HIDDEN int alloy__ptrvec_push(struct alloy__ptrvec *pv, void *p);
+/* Append p unless it is there already; 0 or -ENOMEM. */
+ALLOY_HIDDEN int alloy__ptrvec_add_unique(struct alloy__ptrvec *pv, void *p);
+ALLOY_HIDDEN void alloy__ptrvec_free(struct alloy__ptrvec *pv);
 
 #endif /* ALLOY_ALLOCATORS_PTRMAP_H */
