@@ -73,6 +73,10 @@ struct rep_block {
 	void **frames;
 };
 
+/* Every shard's lock, in order (around fork). */
+ALLOY_HIDDEN void alloy__ptrtable_lock_all(void);
+ALLOY_HIDDEN void alloy__ptrtable_unlock_all(void);
+
 /* No live block in any shard (each looked at under its lock). */
 ALLOY_HIDDEN bool alloy__ptrtable_empty(void);
 
@@ -105,7 +109,10 @@ struct rep_stream {
 	int error; /* first write error (negative errno), or 0 */
 };
 
-/* "stderr", "stdout" or a path (truncated).  0 or -errno + message. */
+/*
+ * "stderr", "stdout" or a path (truncated).  0 or -errno + message.  The
+ * lock must already be initialised (statically: it is held across fork).
+ */
 ALLOY_HIDDEN int alloy__stream_open(struct rep_stream *s, const char *where,
 				    size_t cap);
 /* Append one line (without its '\n'); now_ns drives the periodic flush. */

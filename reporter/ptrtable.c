@@ -66,3 +66,15 @@ bool alloy__ptrtable_empty(void)
 	}
 	return empty;
 }
+
+void alloy__ptrtable_lock_all(void)
+{
+	for (int n = 0; n < REP_NSHARDS; n++)
+		shard_lock(&alloy__rep_shards[n]);
+}
+
+void alloy__ptrtable_unlock_all(void)
+{
+	for (int n = REP_NSHARDS - 1; n >= 0; n--)
+		shard_unlock(&alloy__rep_shards[n]);
+}

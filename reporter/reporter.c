@@ -40,6 +40,7 @@ static struct {
 	atomic_bool enabled;
 	atomic_bool drained; /* off, and no old-hook allocation in flight */
 	bool started;	     /* hooks installed at least once */
+	bool forked;	     /* this is a child of the process that set up */
 	bool backtrace;
 	atomic_bool tracing, logging, emitting;
 	struct rep_stream trace, log;
@@ -49,6 +50,10 @@ static struct {
 } R = {
 	.once = PTHREAD_ONCE_INIT,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.trace.lock = PTHREAD_MUTEX_INITIALIZER,
+	.trace.fd = -1,
+	.log.lock = PTHREAD_MUTEX_INITIALIZER,
+	.log.fd = -1,
 };
 
 static __thread long my_tid __attribute__((tls_model("initial-exec")));
@@ -62,8 +67,49 @@ static long thread_id(void)
 
 static void counter_init(struct rep_counter *c, int slot);
 
+/*
+ * fork(): hold every reporter lock across it, so the child does not
+ * inherit one held by a thread that does not exist there.  The child
+ * keeps counting (its blocks are copies) but writes no trace, log or
+ * exit report: the parent's files are the parent's, and the buffered
+ * lines it inherited would be written twice.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&R.trace.lock);
+	pthread_mutex_lock(&R.log.lock);
+	alloy__ptrtable_lock_all();
+}
+
+static void fork_parent(void)
+{
+	alloy__ptrtable_unlock_all();
+	pthread_mutex_unlock(&R.log.lock);
+	pthread_mutex_unlock(&R.trace.lock);
+	pthread_mutex_unlock(&R.lock);
+}
+
+static void fork_child(void)
+{
+	struct rep_stream *st[] = {&R.trace, &R.log};
+
+	R.forked = true;
+	atomic_store(&R.tracing, false);
+	atomic_store(&R.logging, false);
+	atomic_store(&R.emitting, false);
+	for (int i = 0; i < 2; i++) {
+		st[i]->len = 0; /* the parent writes these lines */
+		if (st[i]->own_fd && st[i]->fd >= 0)
+			close(st[i]->fd);
+		st[i]->fd = -1;
+	}
+	fork_parent();
+}
+
 static void init_once(void)
 {
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	R.slots = alloy__tcount_reserve(
 		ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT + 1);
 	R.init_rc = R.slots < 0 ? R.slots : 0;
@@ -655,7 +701,7 @@ static void at_exit(void)
 		update_emitting();
 		alloy__stream_close(&R.log);
 	}
-	if (alloy__conf.report[0]) {
+	if (alloy__conf.report[0] && !R.forked) {
 		const char *where = alloy__conf.report;
 		bool std = !strcmp(where, "stderr") || !strcmp(where, "stdout");
 		FILE *f = !strcmp(where, "stderr")   ? stderr

@@ -28,19 +28,26 @@ uint64_t alloy__rep_now_ns(void)
 
 int alloy__stream_open(struct rep_stream *s, const char *where, size_t cap)
 {
-	memset(s, 0, sizeof(*s));
+	/* The lock is statically initialised and may be held around fork. */
+	pthread_mutex_lock(&s->lock);
 	s->fd = -1;
-	pthread_mutex_init(&s->lock, NULL);
+	s->own_fd = false;
+	s->len = s->lines = 0;
+	s->error = 0;
 	if (!strcmp(where, "stderr") || !strcmp(where, "stdout")) {
 		s->fd = where[3] == 'e' ? STDERR_FILENO : STDOUT_FILENO;
 		s->line_flush = true;
 	} else {
 		s->fd = open(where, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 			     0644);
-		if (s->fd < 0)
-			return alloy__error(-errno, __func__,
+		if (s->fd < 0) {
+			int err = errno;
+
+			pthread_mutex_unlock(&s->lock);
+			return alloy__error(-err, __func__,
 					    "cannot open \"%s\": %s", where,
-					    strerror(errno));
+					    strerror(err));
+		}
 		s->own_fd = true;
 		s->line_flush = isatty(s->fd);
 	}
@@ -49,12 +56,14 @@ int alloy__stream_open(struct rep_stream *s, const char *where, size_t cap)
 		if (s->own_fd)
 			close(s->fd);
 		s->fd = -1;
+		pthread_mutex_unlock(&s->lock);
 		return alloy__error(-ENOMEM, __func__,
 				    "no memory for a %zu-byte buffer", cap);
 	}
 	s->cap = cap;
 	s->flush_ns = 100 * 1000 * 1000; /* 100 ms */
 	s->last_flush_ns = alloy__rep_now_ns();
+	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
 

@@ -177,6 +177,48 @@ START_TEST(crash_leaves_a_readable_trace)
 }
 END_TEST
 
+START_TEST(fork_child_does_not_write_the_parents_trace)
+{
+	static struct trace_summary sum;
+	struct alloy_data_ptr keep, dp;
+	struct trace tr;
+	char err[256];
+	int status;
+	pid_t pid;
+
+	trace_to_tmp();
+	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CPU, 100, 0, &keep));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* Counted here, written nowhere; exit() runs the atexit. */
+		for (int i = 0; i < 100; i++) {
+			if (alloy_alloc_default(ALLOY_DEVICE_CPU, 10, 0, &dp))
+				_exit(3);
+			alloy_data_ptr_free(&dp);
+		}
+		alloy_data_ptr_free(&keep);
+		exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CPU, 200, 0, &dp));
+	alloy_data_ptr_free(&dp);
+	alloy_data_ptr_free(&keep);
+	ck_assert_ok(alloy_reporter_flush());
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
+	/* The parent's four events, once each; nothing of the child's. */
+	ck_assert(!tr.complete);
+	ck_assert_uint_eq(tr.nev, 4);
+	trace_summarize(&tr, &sum);
+	ck_assert_uint_eq(sum.all.peak_bytes, 300);
+	ck_assert_uint_eq(sum.all.live_bytes, 0);
+	trace_free(&tr);
+	unlink(trace_path);
+}
+END_TEST
+
 /* Each malformed file and the words its error must contain. */
 static const struct {
 	const char *text;
@@ -263,6 +305,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, round_trip_gives_the_same_peak);
 	tcase_add_test(tc, threads_write_a_consistent_trace);
 	tcase_add_test(tc, crash_leaves_a_readable_trace);
+	tcase_add_test(tc, fork_child_does_not_write_the_parents_trace);
 	tcase_add_loop_test(tc, malformed_traces_name_line_and_offset, 0,
 			    (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, good_trace_with_bad_frees_reads);
