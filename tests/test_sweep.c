@@ -31,6 +31,7 @@
 struct workload {
 	const char *name;
 	int (*run)(struct alloy_allocator *a);
+	void (*setup)(void); /* once, before the runs; may be NULL */
 };
 
 /* ---- workloads ----------------------------------------------------------- */
@@ -109,10 +110,133 @@ static int wl_churn(struct alloy_allocator *a)
 	return rc;
 }
 
+/* Pointer-returning calls give NULL and a message; the code is ours. */
+#define CHECK_PTR(p)                                                    \
+	do {                                                            \
+		if (!(p)) {                                             \
+			rc = -ENOMEM;                                   \
+			goto out;                                       \
+		}                                                       \
+	} while (0)
+#define CHECK_RC(expr)                                                  \
+	do {                                                            \
+		rc = (expr);                                            \
+		if (rc)                                                 \
+			goto out;                                       \
+	} while (0)
+
+/* Tensors: lazy buffers, growth, reserve, shrink, clone, copy, share. */
+static int wl_tensor(struct alloy_allocator *a)
+{
+	const struct alloy_type_meta *f32 = alloy_type(ALLOY_TYPE_FLOAT);
+	int64_t dims[2] = { 16, 32 }, small[2] = { 8, 32 };
+	struct alloy_tensor *t = NULL, *c = NULL, *u = NULL, *v = NULL;
+	int rc = 0;
+
+	(void)a;
+	CHECK_PTR(t = alloy_tensor_new_dims(ALLOY_CPU, dims, 2));
+	CHECK_PTR(alloy_tensor_raw_mutable_data(t, f32));
+	memset(alloy_tensor_raw_mutable_data(t, f32), 0, alloy_tensor_nbytes(t));
+	CHECK_RC(alloy_tensor_extend(t, 8, 50.0f));
+	CHECK_PTR(alloy_tensor_raw_mutable_data(t, f32));
+	CHECK_RC(alloy_tensor_reserve_space(t, 64));
+	CHECK_RC(alloy_tensor_resize(t, small, 2));
+	CHECK_PTR(alloy_tensor_raw_mutable_data(t, f32));
+	CHECK_PTR(c = alloy_tensor_clone(t));
+	CHECK_PTR(u = alloy_tensor_new(ALLOY_CPU));
+	CHECK_RC(alloy_tensor_copy_from(u, c));
+	CHECK_PTR(v = alloy_tensor_new(ALLOY_CPU));
+	CHECK_RC(alloy_tensor_resize(v, small, 2));
+	CHECK_RC(alloy_tensor_share_data(v, u));
+	CHECK_RC(alloy_tensor_resize(u, dims, 2));
+	CHECK_PTR(alloy_tensor_raw_mutable_data(u, alloy_type(ALLOY_TYPE_DOUBLE)));
+	CHECK_RC(alloy_tensor_free_memory(t));
+out:
+	alloy_tensor_unref(v);
+	alloy_tensor_unref(u);
+	alloy_tensor_unref(c);
+	alloy_tensor_unref(t);
+	return rc;
+}
+
+/* A workspace of blobs holding tensors, removed and replaced. */
+static int wl_workspace(struct alloy_allocator *a)
+{
+	const struct alloy_type_meta *i64 = alloy_type(ALLOY_TYPE_INT64);
+	int64_t dims[1] = { 1000 };
+	struct alloy_workspace *ws;
+	struct alloy_tensor *t;
+	struct alloy_blob *b;
+	char **names = NULL;
+	long n;
+	int rc = 0;
+
+	(void)a;
+	ws = alloy_workspace_new();
+	if (!ws)
+		return -ENOMEM;
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "blob%d", i);
+		CHECK_PTR(b = alloy_workspace_create_blob(ws, name));
+		CHECK_PTR(t = alloy_blob_get_mutable_tensor(b, ALLOY_CPU));
+		CHECK_RC(alloy_tensor_resize(t, dims, 1));
+		CHECK_PTR(alloy_tensor_raw_mutable_data(t, i64));
+	}
+	CHECK_RC(alloy_workspace_remove_blob(ws, "blob1"));
+	/* A blob's tensor replaced by a fresh one (the old one is freed). */
+	CHECK_PTR(b = alloy_workspace_get_blob(ws, "blob2"));
+	alloy_blob_clear(b);
+	CHECK_PTR(t = alloy_blob_get_mutable_tensor(b, ALLOY_CPU));
+	CHECK_RC(alloy_tensor_resize(t, dims, 1));
+	CHECK_PTR(alloy_tensor_raw_mutable_data(t, i64));
+	n = alloy_workspace_list(ws, &names);
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	free(names); /* one block, strings included */
+out:
+	alloy_workspace_free(ws);
+	return rc;
+}
+
+/* SyncedMemory on the simulated device: host copies come from "fail". */
+static void setup_syncedmem(void)
+{
+	ck_assert_ok(alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
+}
+
+static int wl_syncedmem(struct alloy_allocator *a)
+{
+	struct alloy_syncedmem *m = NULL, *g = NULL;
+	int rc;
+
+	(void)a;
+	CHECK_RC(alloy_syncedmem_create(4096, 0, &m));
+	CHECK_PTR(alloy_syncedmem_mutable_cpu_data(m));
+	CHECK_PTR(alloy_syncedmem_gpu_data(m));
+	CHECK_PTR(alloy_syncedmem_mutable_gpu_data(m));
+	CHECK_PTR(alloy_syncedmem_cpu_data(m));
+	CHECK_RC(alloy_syncedmem_create(1000, 0, &g));
+	CHECK_PTR(alloy_syncedmem_mutable_gpu_data(g));
+	CHECK_PTR(alloy_syncedmem_cpu_data(g));
+out:
+	alloy_syncedmem_destroy(g);
+	alloy_syncedmem_destroy(m);
+	return rc;
+}
+
 static const struct workload workloads[] = {
-	{ "alloc", wl_alloc },
-	{ "context", wl_context },
-	{ "churn", wl_churn },
+	{ "alloc", wl_alloc, NULL },
+	{ "context", wl_context, NULL },
+	{ "churn", wl_churn, NULL },
+	{ "tensor", wl_tensor, NULL },
+	{ "workspace", wl_workspace, NULL },
+	{ "syncedmem", wl_syncedmem, setup_syncedmem },
 };
 
 /* ---- the sweep ------------------------------------------------------------ */
@@ -146,6 +270,8 @@ static void sweep(const struct workload *w, int mode)
 	ck_assert_int_eq(alloy_init(), 0);
 	a = alloy_get_default(ALLOY_DEVICE_CPU);
 	ck_assert_str_eq(alloy_allocator_name(a), "fail");
+	if (w->setup)
+		w->setup();
 	if (mode & MODE_REPORTER)
 		ck_assert_ok(alloy_reporter_enable());
 
