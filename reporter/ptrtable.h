@@ -95,7 +95,8 @@ static inline size_t home(uint64_t h, size_t cap)
  * A pointer already live can only be one the reporter missed freeing:
  * its record is replaced.
  */
-static inline int alloy__ptrtable_insert(const struct rep_block *b)
+static inline __attribute__((always_inline)) int
+alloy__ptrtable_insert(const struct rep_block *b)
 {
 	uint64_t h;
 	struct rep_shard *s = shard_of(b->ptr, &h);
@@ -146,7 +147,8 @@ static inline void rep_delete_at(struct rep_shard *s, size_t i)
  * Remove ptr and copy its record to *out: 0; -ENOENT never seen;
  * -EALREADY freed recently (a double free).  The caller owns out->frames.
  */
-static inline int alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
+static inline __attribute__((always_inline)) int
+alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
 {
 	uint64_t h;
 	struct rep_shard *s = shard_of(ptr, &h);
