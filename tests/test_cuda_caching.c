@@ -602,6 +602,43 @@ static void writer(void *arg, const char *str)
 	fputs(str, f);
 }
 
+/* "name":{"current":N in the snapshot's statistics. */
+static long long json_current(const char *json, const char *name)
+{
+	char pat[96];
+	const char *at;
+
+	snprintf(pat, sizeof(pat), "\"%s\":{\"current\":", name);
+	at = strstr(json, pat);
+	ck_assert_msg(at, "no %s in the snapshot", name);
+	return strtoll(at + strlen(pat), NULL, 10);
+}
+
+/* Braces and brackets nest properly outside strings. */
+static bool brackets_balance(const char *s)
+{
+	char stack[64];
+	int depth = 0;
+	bool in_string = false;
+
+	for (; *s; s++) {
+		if (in_string) {
+			in_string = *s != '"';
+			continue;
+		}
+		if (*s == '"')
+			in_string = true;
+		else if (*s == '{' || *s == '[')
+			stack[depth++] = *s == '{' ? '}' : ']';
+		else if (*s == '}' || *s == ']')
+			if (depth == 0 || stack[--depth] != *s)
+				return false;
+		if (depth == (int)sizeof(stack))
+			return false;
+	}
+	return depth == 0 && !in_string;
+}
+
 static void check_against_snapshot(struct alloy_allocator *a)
 {
 	struct alloy_cuda_stats st = stats(a);
@@ -632,6 +669,11 @@ static void check_against_snapshot(struct alloy_allocator *a)
 		nstates++;
 	ck_assert_int_eq(nstates, nblocks);
 	ck_assert_ptr_nonnull(strstr(json, "\"allocator\":\"cc_test\""));
+	ck_assert_int_eq(json_current(json, "allocated_bytes.all"),
+			 st.allocated_bytes[0].current);
+	ck_assert_int_eq(json_current(json, "reserved_bytes.large_pool"),
+			 st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current);
+	ck_assert_msg(brackets_balance(json), "unbalanced: %.300s", json);
 	free(json);
 }
 
