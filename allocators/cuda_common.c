@@ -62,17 +62,62 @@ int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream)
 	return ops->record_stream(alloy_allocator_ctx(a), dp->ptr, stream);
 }
 
+/*
+ * Contexts made for the CUDA runtime source, by name.  The module builds
+ * its allocators each time it is loaded, and a machine without a device
+ * refuses every load: reusing the (never registered) contexts keeps
+ * repeated attempts from leaking them.
+ */
+static pthread_mutex_t runtime_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char name[ALLOY_NAME_MAX + 1];
+	size_t size;
+	struct alloy__cuda_base *b;
+} runtime_ctx[8];
+
+static struct alloy__cuda_base *runtime_reuse(const char *name, size_t size,
+					      struct alloy__cuda_base *fresh)
+{
+	struct alloy__cuda_base *b = NULL;
+
+	pthread_mutex_lock(&runtime_lock);
+	for (size_t i = 0; i < ARRAY_SIZE(runtime_ctx) && !b; i++) {
+		if (runtime_ctx[i].b && runtime_ctx[i].size == size &&
+		    !strcmp(runtime_ctx[i].name, name) &&
+		    !alloy_find_allocator(name)) {
+			b = runtime_ctx[i].b;
+		} else if (!runtime_ctx[i].b && fresh) {
+			snprintf(runtime_ctx[i].name, sizeof(runtime_ctx[i].name),
+				 "%s", name);
+			runtime_ctx[i].size = size;
+			runtime_ctx[i].b = fresh;
+			b = fresh;
+		}
+	}
+	pthread_mutex_unlock(&runtime_lock);
+	return b;
+}
+
 int alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
 			 const char *name, const struct alloy_allocator_ops *tmpl,
 			 const struct alloy_allocator_ops **ops, void **ctx)
 {
-	struct alloy__cuda_base *b;
+	bool runtime = src && !strcmp(src->ops->name, "cuda");
+	struct alloy__cuda_base *b = NULL;
 
 	ALLOY_ENFORCE(src && name && ops && ctx, -EINVAL, "NULL argument");
 	ALLOY_ENFORCE(strlen(name) <= ALLOY_NAME_MAX, -EINVAL,
 		      "name \"%s\" is longer than %d", name, ALLOY_NAME_MAX);
-	b = calloc(1, size);
-	ALLOY_ENFORCE(b, -ENOMEM, "no memory for allocator \"%s\"", name);
+	if (runtime)
+		b = runtime_reuse(name, size, NULL);
+	if (b) {
+		memset(b, 0, size); /* never registered, or unregistered */
+	} else {
+		b = calloc(1, size);
+		ALLOY_ENFORCE(b, -ENOMEM, "no memory for allocator \"%s\"", name);
+		if (runtime)
+			runtime_reuse(name, size, b);
+	}
 	pthread_mutex_init(&b->lock, NULL);
 	b->src = *src;
 	snprintf(b->name, sizeof(b->name), "%s", name);
