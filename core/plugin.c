@@ -247,9 +247,14 @@ static int register_all(struct plugin *p)
 /* Prefix the current message with what failed, keeping the code. */
 static int wrap_error(int rc, const char *path, const char *what)
 {
+	static const char from_plugin[] = "plugin: "; /* alloy_plugin_error's */
+	const char *msg = alloy_last_error();
 	char why[400];
 
-	snprintf(why, sizeof(why), "%s", alloy_last_error());
+	/* "plugin init failed: plugin: ..." says it twice. */
+	if (strncmp(msg, from_plugin, sizeof(from_plugin) - 1) == 0)
+		msg += sizeof(from_plugin) - 1;
+	snprintf(why, sizeof(why), "%s", msg);
 	return alloy__error(rc, LOAD, "%s: %s: %s", path, what,
 			    why[0] ? why : alloy_strerror(rc));
 }
