@@ -261,6 +261,7 @@ static int wrap_error(int rc, const char *path, const char *what)
 
 static int load_locked(const char *path)
 {
+	char open_path[sizeof(plugins[0].path) + 2];
 	struct plugin *p = NULL;
 	alloy_plugin_entry_fn entry;
 	int rc;
@@ -281,8 +282,14 @@ static int load_locked(const char *path)
 
 	memset(p, 0, sizeof(*p));
 	snprintf(p->path, sizeof(p->path), "%s", path);
+	/*
+	 * dlopen searches the library path for a name without a slash; the
+	 * file checked above is the one in the current directory.
+	 */
+	snprintf(open_path, sizeof(open_path), "%s%s",
+		 strchr(path, '/') ? "" : "./", path);
 	dlerror();
-	p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	p->handle = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
 	if (!p->handle)
 		return explain_dlopen(path, dlerror());
 	for (int i = 0; i < MAX_PLUGINS; i++) {

@@ -8,6 +8,7 @@
  * init, and the out-of-tree example plugin (examples/plugin).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,6 +186,17 @@ START_TEST(good_plugin_lifecycle)
 }
 END_TEST
 
+START_TEST(relative_path_is_the_file_checked)
+{
+	/* Without a slash, dlopen would search the library path instead. */
+	ck_assert_int_eq(chdir(PLUGIN_DIR), 0);
+	ck_assert_ok(alloy_plugin_load("good.so"));
+	ck_assert_str_eq(alloy_allocator_origin(alloy_find_allocator("plug_one")),
+			 "good.so");
+	ck_assert_ok(alloy_plugin_unload("good.so"));
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
 	ck_assert_int_eq(alloy_plugin_load(NULL), -EINVAL);
@@ -297,6 +309,44 @@ START_TEST(conf_names_a_module)
 }
 END_TEST
 
+struct racer {
+	pthread_barrier_t *start;
+	struct alloy_allocator *got;
+};
+
+static void *request_plug_two(void *arg)
+{
+	struct racer *r = arg;
+
+	pthread_barrier_wait(r->start);
+	r->got = alloy_request_allocator("plug_two");
+	return NULL;
+}
+
+START_TEST(concurrent_requests_load_once)
+{
+	char *dir = make_module_dir();
+	pthread_barrier_t start;
+	struct racer r[4];
+	pthread_t t[4];
+
+	setenv("ALLOY_MODULE_PATH", dir, 1);
+	alloy_init();
+	pthread_barrier_init(&start, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct racer){ &start, NULL };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, request_plug_two, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_ptr_nonnull(r[i].got);
+		ck_assert_ptr_eq(r[i].got, r[0].got);
+	}
+	pthread_barrier_destroy(&start);
+	remove_module_dir(dir);
+}
+END_TEST
+
 START_TEST(example_plugin)
 {
 	struct alloy_allocator_stats st = { .size = sizeof(st),
@@ -346,12 +396,14 @@ Suite *suite_plugin(void)
 	tcase_add_test(broken, duplicate_name);
 	tcase_add_test(broken, init_fails);
 	tcase_add_test(broken, bad_arguments);
+	tcase_add_test(good, relative_path_is_the_file_checked);
 	tcase_add_test(good, newer_minor_loads);
 	tcase_add_test(good, good_plugin_lifecycle);
 	tcase_add_test(good, example_plugin);
 	tcase_add_test(loading, alloy_plugins_env);
 	tcase_add_test(loading, request_by_name);
 	tcase_add_test(loading, conf_names_a_module);
+	tcase_add_test(loading, concurrent_requests_load_once);
 	suite_add_tcase(s, broken);
 	suite_add_tcase(s, good);
 	suite_add_tcase(s, loading);
