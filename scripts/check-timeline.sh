@@ -31,7 +31,7 @@ ALLOY_CONF="trace:$out/demo.trace" "$ALLOY" demo >/dev/null
 shot() { # file, png, height
 	"$browser" --headless --no-sandbox --disable-gpu \
 		--disable-background-networking --hide-scrollbars \
-		--window-size=980,"$3" --screenshot="$2" "file://$1" \
+		--window-size=1060,"$3" --screenshot="$2" "file://$1" \
 		>/dev/null 2>&1
 	size=$(wc -c <"$2" 2>/dev/null || echo 0)
 	# An empty white page compresses to a few KiB; a chart does not.

@@ -14,10 +14,10 @@
 
 #include "trace.h"
 
-#define W      960
+#define W      1040
 #define H      520
 #define LEFT   92
-#define RIGHT  (W - 210)
+#define RIGHT  (W - 260)
 #define TOP    56
 #define BOTTOM (H - 64)
 #define NB     (RIGHT - LEFT)
