@@ -173,6 +173,32 @@ START_TEST(blocks_made_while_off_are_not_counted)
 }
 END_TEST
 
+START_TEST(drained_reporter_unhooks_itself)
+{
+	struct test_alloc ta;
+	struct alloy_allocator *a = test_alloc_register(&ta, "rep_drain");
+	struct alloy_data_ptr kept, dp;
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_alloc(a, 64, 0, 0, &kept));
+	ck_assert_ok(alloy_reporter_disable());
+	alloy_data_ptr_free(&kept); /* the last recorded block */
+	for (int i = 0; i < 1000; i++) {
+		ck_assert_ok(alloy_alloc(a, 32, 0, 0, &dp));
+		alloy_data_ptr_free(&dp);
+	}
+	take();
+	/*
+	 * Blocks made while draining are freed unseen (untracked); once the
+	 * hooks are gone, frees no longer reach the reporter at all.
+	 */
+	ck_assert_uint_lt(snap.untracked_frees, 200);
+	ck_assert_uint_eq(counts("rep_drain").current_bytes, 0);
+	ck_assert_uint_eq(counts("rep_drain").allocs, 1);
+	ck_assert_uint_eq(snap.unknown_frees, 0);
+}
+END_TEST
+
 START_TEST(snapshot_header_limits_the_copy)
 {
 	struct alloy_reporter_snapshot s;
@@ -513,6 +539,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, reset_peaks_sets_peak_to_current);
 	tcase_add_test(tc, unknown_and_double_frees_are_counted);
 	tcase_add_test(tc, blocks_made_while_off_are_not_counted);
+	tcase_add_test(tc, drained_reporter_unhooks_itself);
 	tcase_add_test(tc, snapshot_header_limits_the_copy);
 	tcase_add_test(tc, thread_stress_accounts_exactly);
 	tcase_add_test(tc, json_report_parses_back);
