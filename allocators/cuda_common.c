@@ -225,7 +225,10 @@ int alloy_cuda_sim_register_context(struct alloy_cuda_sim *sim)
 	rc = alloy__cuda_context_new(&src, &ops, &ctx);
 	if (rc)
 		return rc;
-	return alloy_register_context(ops, ctx);
+	rc = alloy_register_context(ops, ctx);
+	if (rc)
+		free(ctx); /* refused: nobody else has it */
+	return rc;
 }
 
 int alloy__register_cuda_sim_allocators(void)

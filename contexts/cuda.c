@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/internal.h"
 #include "allocators/devsrc.h"
@@ -124,12 +125,33 @@ static const struct alloy_context_ops cuda_context_template = {
 int alloy__cuda_context_new(const struct alloy__devsrc *src,
 			    const struct alloy_context_ops **ops, void **ctx)
 {
+	/*
+	 * The module builds its context on every load, and a machine without
+	 * a device refuses every load: one context for the runtime source,
+	 * made once, keeps those attempts from leaking.
+	 */
+	static struct cuda_ctx *runtime;
+	bool is_runtime;
 	struct cuda_ctx *c;
 
 	ALLOY_ENFORCE(src && ops && ctx, -EINVAL, "NULL argument");
-	c = calloc(1, sizeof(*c));
-	ALLOY_ENFORCE(c, -ENOMEM, "no memory for the cuda context");
-	c->src = *src;
+	is_runtime = !strcmp(src->ops->name, "cuda");
+	c = is_runtime ? __atomic_load_n(&runtime, __ATOMIC_ACQUIRE) : NULL;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		ALLOY_ENFORCE(c, -ENOMEM, "no memory for the cuda context");
+		if (is_runtime) {
+			struct cuda_ctx *none = NULL;
+
+			if (!__atomic_compare_exchange_n(&runtime, &none, c, false,
+							 __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE)) {
+				free(c);
+				c = none;
+			}
+		}
+	}
+	c->src = *src; /* the module's table may have moved since */
 	c->ops = cuda_context_template;
 	*ops = &c->ops;
 	*ctx = c;
