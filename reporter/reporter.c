@@ -440,6 +440,9 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 			atomic_fetch_add(&R.untracked_frees, 1);
 			return 0;
 		}
+		/* Off: a pointer noted before it was switched on, maybe. */
+		if (!atomic_load_explicit(&R.enabled, memory_order_relaxed))
+			return 0;
 		atomic_fetch_add(rc == -EALREADY ? &R.double_frees
 						 : &R.unknown_frees,
 				 1);

@@ -137,6 +137,16 @@ START_TEST(unknown_and_double_frees_are_counted)
 	ck_assert_ok(alloy_reporter_note_free(buf));
 	take();
 	ck_assert_uint_eq(snap.double_frees, 1);
+	/* Off: noted blocks are still accounted, strangers are not counted. */
+	ck_assert_ok(alloy_reporter_note_alloc(buf, 16, ALLOY_CPU));
+	ck_assert_ok(alloy_reporter_disable());
+	ck_assert_ok(alloy_reporter_note_free(buf));
+	ck_assert_ok(alloy_reporter_note_free(other));
+	ck_assert_ok(alloy_reporter_note_alloc(other, 8, ALLOY_CPU));
+	take();
+	ck_assert_uint_eq(snap.unknown_frees, 2);
+	ck_assert_uint_eq(counts("external").current_bytes, 0);
+	ck_assert_uint_eq(counts("external").allocs, 3);
 }
 END_TEST
 

@@ -86,10 +86,11 @@ void alloy_reporter_reset_peaks(void);
 /*
  * Memory that did not come through alloy_alloc (a caller's own buffers)
  * may be reported by hand: note_alloc records ptr under allocator name
- * "external" on device dev, note_free accounts it.  note_free of a
- * pointer the reporter does not know is counted as unknown (or as a
- * double free when the pointer was freed recently) and returns -ENOENT
- * (-EALREADY for a double free); it never crashes.
+ * "external" on device dev (nothing while the reporter is off),
+ * note_free accounts it.  While recording, note_free of a pointer the
+ * reporter does not know is counted as unknown (or as a double free when
+ * the pointer was freed recently) and returns -ENOENT (-EALREADY for a
+ * double free); it never crashes.  While off, such a call does nothing.
  */
 int alloy_reporter_note_alloc(const void *ptr, size_t size,
 			      struct alloy_device dev);
