@@ -54,14 +54,19 @@ static int run_replay(int argc, char **argv)
 	if (!name)
 		return cli_usage_error(&cmd_replay,
 				       "--allocator NAME is required");
+	/*
+	 * Read before the library starts: with ALLOY_CONF=trace:SAME_PATH
+	 * starting it truncates the file, and the replay is then traced.
+	 */
+	if (trace_read(path, &tr, err, sizeof(err))) {
+		fprintf(stderr, "alloy replay: %s\n", err);
+		return EXIT_PROBLEM;
+	}
 	alloy_init();
 	a = alloy_request_allocator(name);
 	if (!a) {
 		fprintf(stderr, "alloy replay: %s\n", alloy_last_error());
-		return EXIT_PROBLEM;
-	}
-	if (trace_read(path, &tr, err, sizeof(err))) {
-		fprintf(stderr, "alloy replay: %s\n", err);
+		trace_free(&tr);
 		return EXIT_PROBLEM;
 	}
 	if (!tr.complete)
