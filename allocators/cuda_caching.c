@@ -85,6 +85,7 @@ static int pool_reserve(struct cc_pool *p)
 	return 0;
 }
 
+/* The caller has made room with pool_reserve since the last insert. */
 static void pool_insert(struct cc_pool *p, struct cc_block *b)
 {
 	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
@@ -409,8 +410,16 @@ static void process_events(struct cc *cc)
 	cc->events_tail = NULL;
 	while ((e = *pp)) {
 		struct cc_block *b = e->block;
+		struct cc_device *d = &cc->dev[b->seg->device];
 
-		if (cc->b.src.ops->event_query(cc->b.src.ctx, e->ev) != 1) {
+		/*
+		 * Keep the event while its work runs, and also when its block
+		 * is the last to wait for and there is no room in the free
+		 * list for it yet (no host memory): the next call tries again.
+		 */
+		if (cc->b.src.ops->event_query(cc->b.src.ctx, e->ev) != 1 ||
+		    (b->event_count == 1 &&
+		     pool_reserve(&d->pools[b->seg->pool]))) {
 			cc->events_tail = e;
 			pp = &e->next;
 			continue;
@@ -418,15 +427,8 @@ static void process_events(struct cc *cc)
 		*pp = e->next;
 		put_event(cc, e->ev);
 		free(e);
-		if (--b->event_count == 0) {
-			struct cc_device *d = &cc->dev[b->seg->device];
-
-			/* Room for it: pools only shrink while events drain. */
-			if (pool_reserve(&d->pools[b->seg->pool]) == 0)
-				free_block(cc, d, b);
-			else
-				b->event_count = 1; /* retry next time */
-		}
+		if (--b->event_count == 0)
+			free_block(cc, d, b);
 	}
 }
 
@@ -637,10 +639,14 @@ static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
 		alloy__cc_stat_add(d->st.inactive_split, sp, -1);
 		alloy__cc_stat_add(d->st.inactive_split_bytes, sp, -(int64_t)b->size);
 	}
-	if (should_split(cc, b, size)) {
+	/*
+	 * The rest goes back to the free list, which needs room for it.
+	 * Without room or a record, hand out the whole block: still correct.
+	 */
+	if (should_split(cc, b, size) &&
+	    pool_reserve(&d->pools[b->seg->pool]) == 0) {
 		struct cc_block *rest = get_block(cc);
 
-		/* Without a record, hand out the whole block: still correct. */
 		if (rest) {
 			rest->seg = b->seg;
 			rest->ptr = b->ptr + size;
@@ -711,10 +717,6 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 		process_events(cc);
 	size = round_size(cc, req);
 	pool = size <= CC_SMALL_SIZE ? CC_SMALL : CC_LARGE;
-	if (unlikely(pool_reserve(&d->pools[pool]))) {
-		alloy__error(-ENOMEM, cc->b.name, "no host memory for the free list");
-		goto out_unlock;
-	}
 	b = find_free(cc, d, pool, stream, size, true);
 	if (!b)
 		b = grow(cc, d, device, pool, stream, size, req);
@@ -723,7 +725,11 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 	use_block(cc, d, b, size, req);
 	if (unlikely(alloy__ptrmap_put(&cc->live, (void *)b->ptr, b))) {
 		unuse_block(cc, d, b);
-		free_block(cc, d, b);
+		/* Back to the free list, which needs room for one entry. */
+		if (pool_reserve(&d->pools[b->seg->pool]) == 0)
+			free_block(cc, d, b);
+		else
+			b->state = CC_PENDING; /* out of the cache, see free_ptr */
 		alloy__error(-ENOMEM, cc->b.name, "no host memory for the block map");
 		b = NULL;
 	}
