@@ -722,6 +722,107 @@ START_TEST(stats_equal_the_sums_over_the_snapshot)
 }
 END_TEST
 
+/*
+ * Model check: with three streams held and completed at random, a new
+ * block never overlaps a live block, nor a freed block whose recorded
+ * work (on a stream still held) has not completed.
+ */
+struct range {
+	uintptr_t lo, hi;
+	int stream; /* protected until this stream completes; -1: live */
+	bool used;
+};
+
+static void check_disjoint(const struct range *r, int n, uintptr_t lo,
+			   uintptr_t hi)
+{
+	for (int i = 0; i < n; i++)
+		if (r[i].used)
+			ck_assert_msg(hi <= r[i].lo || lo >= r[i].hi,
+				      "[%#lx,%#lx) overlaps [%#lx,%#lx) (stream %d)",
+				      (unsigned long)lo, (unsigned long)hi,
+				      (unsigned long)r[i].lo, (unsigned long)r[i].hi,
+				      r[i].stream);
+}
+
+START_TEST(no_block_is_reused_before_its_streams_are_done)
+{
+	enum { LIVE = 48, RANGES = 4096 };
+	struct alloy_allocator *a = fresh(1ull << 32);
+	static struct range r[RANGES];
+	struct alloy_data_ptr live[LIVE] = { 0 };
+	int live_range[LIVE], rec[LIVE];
+	void *streams[3];
+	unsigned seed = 777;
+	int n = 0;
+
+	for (int s = 0; s < 3; s++) {
+		ck_assert_ok(alloy_cuda_sim_stream_create(sim, &streams[s]));
+		ck_assert_ok(alloy_cuda_sim_hold(sim, streams[s], true));
+	}
+	for (int step = 0; step < 4000; step++) {
+		unsigned x = (seed = seed * 1103515245 + 12345) >> 8;
+		int i = (int)(x % LIVE);
+
+		if (x % 53 == 0) {
+			/* One stream's work completes: its ranges are free. */
+			int s = (int)(x / 53 % 3);
+
+			ck_assert_ok(alloy_cuda_sim_complete(sim, streams[s]));
+			for (int k = 0; k < n; k++)
+				if (r[k].used && r[k].stream == s)
+					r[k].used = false;
+		} else if (live[i].ptr) {
+			struct range *lr = &r[live_range[i]];
+
+			if (rec[i] >= 0) {
+				ck_assert_ok(alloy_cuda_record_stream(&live[i],
+								      streams[rec[i]]));
+				lr->stream = rec[i]; /* protected until it completes */
+			} else {
+				lr->used = false;
+			}
+			alloy_data_ptr_free(&live[i]);
+		} else {
+			size_t size = x % 3 == 0 ? 1 + x % 3000 :
+				      x % 3 == 1 ? 1 + x % (2 * MiB) :
+						   MiB + x % (30 * MiB);
+			uintptr_t lo;
+
+			if (n == RANGES) { /* compact the model */
+				int m = 0;
+
+				for (int k = 0; k < n; k++)
+					if (r[k].used)
+						r[m++] = r[k];
+				for (int k = 0; k < LIVE; k++)
+					live_range[k] = -1;
+				n = m;
+				/* Re-link live blocks to their ranges. */
+				for (int k = 0; k < n; k++)
+					for (int l = 0; l < LIVE; l++)
+						if (live[l].ptr &&
+						    (uintptr_t)live[l].ptr == r[k].lo &&
+						    r[k].stream < 0)
+							live_range[l] = k;
+			}
+			ck_assert_ok(alloy_alloc(a, size, 0, 0, &live[i]));
+			lo = (uintptr_t)live[i].ptr;
+			check_disjoint(r, n, lo, lo + size);
+			r[n] = (struct range){ lo, lo + size, -1, true };
+			live_range[i] = n++;
+			rec[i] = x % 4 == 0 ? (int)(x / 4 % 3) : -1;
+		}
+	}
+	for (int s = 0; s < 3; s++)
+		ck_assert_ok(alloy_cuda_sim_hold(sim, streams[s], false));
+	for (int i = 0; i < LIVE; i++)
+		alloy_data_ptr_free(&live[i]);
+	alloy_cuda_caching_empty_cache(a);
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 0);
+}
+END_TEST
+
 START_TEST(peaks_reset_to_current)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -926,6 +1027,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, zero_flag_zeroes_reused_blocks);
 	tcase_add_test(tc, bad_requests_fail_cleanly);
 	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);
+	tcase_add_test(tc, no_block_is_reused_before_its_streams_are_done);
 	tcase_add_test(tc, peaks_reset_to_current);
 	tcase_add_test(tc, registry_stats_come_from_the_allocator);
 	tcase_add_test(tc, realloc_copies_on_the_device);
