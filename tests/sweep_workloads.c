@@ -222,6 +222,27 @@ out:
 	return rc;
 }
 
+/* Plugin loading: load, allocate through it, unload. */
+#define GOOD_PLUGIN ALLOY_BUILD_DIR "/tests/plugins/.libs/good.so"
+
+static int wl_plugin(struct alloy_allocator *a)
+{
+	struct alloy_data_ptr dp = ALLOY_DATA_PTR_INIT;
+	struct alloy_allocator *p;
+	int rc;
+
+	(void)a;
+	rc = alloy_plugin_load(GOOD_PLUGIN);
+	if (rc)
+		return rc;
+	p = alloy_find_allocator("plug_one");
+	rc = p ? alloy_alloc(p, 100, 0, 0, &dp) : -ENOENT;
+	alloy_data_ptr_free(&dp);
+	if (alloy_plugin_unload(GOOD_PLUGIN) && !rc)
+		rc = -EBUSY;
+	return rc;
+}
+
 const struct sweep_workload sweep_workloads[] = {
 	{ "alloc", sweep_wl_alloc, NULL },
 	{ "context", wl_context, NULL },
@@ -229,5 +250,7 @@ const struct sweep_workload sweep_workloads[] = {
 	{ "tensor", wl_tensor, NULL },
 	{ "workspace", wl_workspace, NULL },
 	{ "syncedmem", wl_syncedmem, setup_syncedmem },
+	/* the plugin's allocator is its own: no allocation through "fail" */
+	{ "plugin", wl_plugin, NULL, true },
 };
 const size_t sweep_nworkloads = ARRAY_LEN(sweep_workloads);

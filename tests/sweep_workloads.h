@@ -5,6 +5,7 @@
 #ifndef ALLOY_TESTS_SWEEP_WORKLOADS_H
 #define ALLOY_TESTS_SWEEP_WORKLOADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <alloy/alloy.h>
 
@@ -13,6 +14,7 @@ struct sweep_workload {
 	/* 0 or a negative code; everything it allocated freed either way */
 	int (*run)(struct alloy_allocator *a);
 	int (*setup)(void); /* once, before the runs; may be NULL */
+	bool libc_only;     /* makes no allocation through the CPU default */
 };
 
 extern const struct sweep_workload sweep_workloads[];
