@@ -764,7 +764,9 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 	}
 	d = &cc->dev[b->seg->device];
 	unuse_block(cc, d, b);
-	if (has_stream && used_on != b->seg->stream && alloy__ptrvec_add_unique(&b->uses, used_on))
+	/* No memory to remember the stream: wait for it instead. */
+	if (has_stream && used_on != b->seg->stream &&
+	    alloy__ptrvec_add_unique(&b->uses, used_on))
 		cc->b.src.ops->stream_synchronize(cc->b.src.ctx, used_on);
 	if (b->uses.n && insert_events(cc, b) == 0 && b->event_count) {
 		b->state = CC_PENDING;

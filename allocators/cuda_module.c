@@ -4,8 +4,9 @@
  *
  * Provides `cuda` (plain), `cuda_caching`, `cuda_host`, `cuda_async`
  * (cudaMallocAsync) and the device context for `cuda`, all of them
- * liballoy's policy code over the CUDA runtime source.  The loader finds this module for any of those names
- * (the prefix before the first '_' is tried).  On a machine without a
+ * liballoy's policy code over the CUDA runtime source.  The loader finds
+ * this module for any of those names (the prefix before the first '_' is
+ * tried).  On a machine without a
  * usable device, init refuses the module with "no CUDA device: ..." and
  * nothing is registered.
  */
