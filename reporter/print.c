@@ -62,30 +62,73 @@ static void put_json_string(struct out *o, const char *s)
 	o->write(o->arg, buf);
 }
 
+/* One row; peak_known false prints no peak ("-", or null in JSON). */
 static void put_counts(struct out *o, const char *name, const char *dev,
-		       const struct alloy_reporter_counts *c)
+		       const struct alloy_reporter_counts *c, bool peak_known)
 {
+	char peak[24] = "-";
+
+	if (peak_known)
+		snprintf(peak, sizeof(peak), "%llu",
+			 (unsigned long long)c->peak_bytes);
+	else if (o->json)
+		snprintf(peak, sizeof(peak), "null");
 	if (o->json) {
 		put(o, "{\"allocator\": ");
 		put_json_string(o, name);
 		put(o, ", \"device\": ");
 		put_json_string(o, dev);
 		put(o,
-		    ", \"current_bytes\": %llu, \"peak_bytes\": %llu, "
+		    ", \"current_bytes\": %llu, \"peak_bytes\": %s, "
 		    "\"total_bytes\": %llu, \"allocs\": %llu, \"frees\": %llu, "
 		    "\"live_blocks\": %llu}",
-		    (unsigned long long)c->current_bytes,
-		    (unsigned long long)c->peak_bytes,
+		    (unsigned long long)c->current_bytes, peak,
 		    (unsigned long long)c->total_bytes,
 		    (unsigned long long)c->allocs, (unsigned long long)c->frees,
 		    (unsigned long long)c->live_blocks);
 		return;
 	}
-	put(o, "%-16s %-11s %13llu %13llu %15llu %10llu %10llu %8llu\n", name,
-	    dev, (unsigned long long)c->current_bytes,
-	    (unsigned long long)c->peak_bytes,
+	put(o, "%-16s %-11s %13llu %13s %15llu %10llu %10llu %8llu\n", name,
+	    dev, (unsigned long long)c->current_bytes, peak,
 	    (unsigned long long)c->total_bytes, (unsigned long long)c->allocs,
 	    (unsigned long long)c->frees, (unsigned long long)c->live_blocks);
+}
+
+struct device_sum {
+	struct alloy_device d;
+	struct alloy_reporter_counts c;
+	int pairs;
+};
+
+/*
+ * Sum the pairs of each device.  Its peak is known when one allocator
+ * served it; with several, no device-wide peak is kept (it would be a
+ * third shared counter on every event), so none is printed.
+ */
+static int sum_devices(const struct alloy_reporter_snapshot *s,
+		       struct device_sum *out)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < s->nentries; i++) {
+		const struct alloy_reporter_entry *e = &s->entries[i];
+		int k;
+
+		for (k = 0; k < n; k++)
+			if (out[k].d.type == e->device.type &&
+			    out[k].d.index == e->device.index)
+				break;
+		if (k == n)
+			out[n++] = (struct device_sum){.d = e->device};
+		out[k].c.current_bytes += e->c.current_bytes;
+		out[k].c.peak_bytes = e->c.peak_bytes;
+		out[k].c.total_bytes += e->c.total_bytes;
+		out[k].c.allocs += e->c.allocs;
+		out[k].c.frees += e->c.frees;
+		out[k].c.live_blocks += e->c.live_blocks;
+		out[k].pairs++;
+	}
+	return n;
 }
 
 struct leaks {
@@ -146,6 +189,8 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 	struct out o = {write ? write : stderr_write, arg,
 			format == ALLOY_REPORT_JSON};
 	struct leaks l = {&o, 0, 0};
+	struct device_sum devs[ALLOY_REPORTER_MAX_ENTRIES];
+	int ndev;
 	char dev[32];
 	int rc;
 
@@ -178,11 +223,21 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 			put(&o, "%s\n  ", i ? "," : "");
 		put_counts(&o, e->allocator,
 			   alloy__rep_device_str(e->device, dev, sizeof(dev)),
-			   &e->c);
+			   &e->c, true);
+	}
+	ndev = sum_devices(s, devs);
+	if (o.json)
+		put(&o, "],\n \"devices\": [");
+	for (int i = 0; i < ndev; i++) {
+		if (o.json)
+			put(&o, "%s\n  ", i ? "," : "");
+		put_counts(&o, "(device)",
+			   alloy__rep_device_str(devs[i].d, dev, sizeof(dev)),
+			   &devs[i].c, devs[i].pairs == 1);
 	}
 	if (o.json)
 		put(&o, "],\n \"total\": ");
-	put_counts(&o, "(all)", o.json ? "all" : "", &s->total);
+	put_counts(&o, "(all)", o.json ? "all" : "", &s->total, true);
 	if (o.json)
 		put(&o,
 		    ",\n \"unknown_frees\": %llu, \"double_frees\": %llu, "

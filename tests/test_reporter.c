@@ -464,6 +464,29 @@ START_TEST(json_report_parses_back)
 	ck_assert_int_eq(json_num(leaks, "size"), 4242);
 	ck_assert_int_eq(json_num(leaks, "leaked_blocks"), 1);
 	ck_assert_int_eq(json_num(leaks, "leaked_bytes"), 4242);
+	/* One allocator on the device: its peak is the device's. */
+	e = strstr(t.buf, "\"allocator\": \"(device)\"");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(json_num(e, "peak_bytes"), 104242);
+	/* Two: sums, and no device peak is claimed. */
+	{
+		struct test_alloc tb;
+		struct alloy_allocator *b =
+			test_alloc_register(&tb, "rep_json2");
+		struct alloy_data_ptr other;
+
+		ck_assert_ok(alloy_alloc(b, 10, 0, 0, &other));
+		t.len = 0;
+		ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_JSON,
+						  false));
+		ck_assert(json_valid(t.buf));
+		e = strstr(t.buf, "\"allocator\": \"(device)\"");
+		ck_assert_ptr_nonnull(e);
+		ck_assert_int_eq(json_num(e, "current_bytes"), 4252);
+		ck_assert_int_eq(json_num(e, "allocs"), 3);
+		ck_assert_ptr_nonnull(strstr(e, "\"peak_bytes\": null"));
+		alloy_data_ptr_free(&other);
+	}
 	alloy_data_ptr_free(&keep);
 	t.len = 0;
 	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_JSON, true));
