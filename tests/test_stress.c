@@ -8,8 +8,9 @@
  * default, and hand some of their blocks to other threads to free.  Beside
  * them one thread keeps swapping the CPU default, one keeps starting
  * short-lived threads that allocate and exit with blocks still out (their
- * counters are folded into the retired totals), and one registers, uses
- * and unregisters a temporary allocator.  Each run is bounded both in
+ * counters are folded into the retired totals), one registers, uses and
+ * unregisters a temporary allocator, and one loads, uses and unloads a
+ * plugin (tests/plugins/good.c).  Each run is bounded both in
  * operations and in time, so it ends under TSan and valgrind too.
  *
  * Afterwards every allocation the threads saw succeed must be in the
@@ -45,6 +46,7 @@ static atomic_llong ok[NALLOC];   /* blocks made, per allocator */
 static atomic_llong enomem;       /* allocations refused */
 static atomic_llong ops_done;
 static atomic_llong tmp_made;     /* by the temporary allocator */
+static atomic_llong plugin_rounds; /* plugin loads and unloads */
 
 /* Blocks handed from one thread to another to free. */
 static pthread_mutex_t mail_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -262,6 +264,28 @@ static void *registrar(void *arg)
 	return NULL;
 }
 
+/* Load a plugin, allocate through it and unload it, over and over. */
+#define GOOD_PLUGIN ALLOY_BUILD_DIR "/tests/plugins/.libs/good.so"
+
+static void *loader(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		struct alloy_allocator *p;
+		struct alloy_data_ptr dp;
+
+		ck_assert_ok(alloy_plugin_load(GOOD_PLUGIN));
+		p = alloy_find_allocator("plug_two");
+		ck_assert_ptr_nonnull(p);
+		ck_assert_ok(alloy_alloc(p, 256, 0, 0, &dp));
+		alloy_data_ptr_free(&dp);
+		ck_assert_ok(alloy_plugin_unload(GOOD_PLUGIN));
+		atomic_fetch_add(&plugin_rounds, 1);
+		pause_briefly();
+	}
+	return NULL;
+}
+
 static long long stat_allocs(struct alloy_allocator *a)
 {
 	struct alloy_allocator_stats st = { .size = sizeof(st),
@@ -273,7 +297,7 @@ static long long stat_allocs(struct alloy_allocator *a)
 
 static void stress(bool reporter)
 {
-	pthread_t w[WORKERS], sw, sp, rg;
+	pthread_t w[WORKERS], sw, sp, rg, ld;
 	long long base[NALLOC], made = 0;
 
 	test_set_conf("fail.probability:0.05,fail.seed:11,debug.quiet:0");
@@ -289,6 +313,7 @@ static void stress(bool reporter)
 	ck_assert_int_eq(pthread_create(&sw, NULL, swapper, NULL), 0);
 	ck_assert_int_eq(pthread_create(&sp, NULL, spawner, NULL), 0);
 	ck_assert_int_eq(pthread_create(&rg, NULL, registrar, NULL), 0);
+	ck_assert_int_eq(pthread_create(&ld, NULL, loader, NULL), 0);
 	for (uintptr_t i = 0; i < WORKERS; i++)
 		ck_assert_int_eq(pthread_create(&w[i], NULL, worker,
 						(void *)(i + 1)), 0);
@@ -298,6 +323,8 @@ static void stress(bool reporter)
 	pthread_join(sw, NULL);
 	pthread_join(sp, NULL);
 	pthread_join(rg, NULL);
+	pthread_join(ld, NULL);
+	ck_assert_int_gt(plugin_rounds, 0);
 	while (nmail > 0)
 		collect();
 
@@ -349,9 +376,9 @@ static void stress(bool reporter)
 		}
 		ck_assert_uint_eq(snap.unknown_frees + snap.double_frees, 0);
 	}
-	printf("stress: %s: %lld operations, %lld blocks made, %lld refused by fail\n",
+	printf("stress: %s: %lld operations, %lld blocks made, %lld refused by fail, %lld plugin loads\n",
 	       reporter ? "reporter" : "plain", (long long)ops_done, made,
-	       (long long)enomem);
+	       (long long)enomem, (long long)plugin_rounds);
 	fflush(stdout);
 }
 
