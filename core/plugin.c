@@ -46,6 +46,15 @@ static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct plugin plugins[MAX_PLUGINS];
 
 #define LOAD "alloy_plugin_load"
+#define UNLOAD "alloy_plugin_unload"
+
+/* ALLOY_ENFORCE, naming the public function fn rather than a helper. */
+#define ENFORCE_IN(fn, cond, err, ...)                              \
+	do {                                                        \
+		if (unlikely(!(cond)))                              \
+			return alloy__error((err), fn, __VA_ARGS__); \
+	} while (0)
+#define LOAD_ENFORCE(cond, err, ...) ENFORCE_IN(LOAD, cond, err, __VA_ARGS__)
 
 int alloy_plugin_error(int err, const char *fmt, ...)
 {
@@ -129,37 +138,38 @@ static int explain_dlopen(const char *path, const char *why)
 }
 
 /* Checks of the descriptor that need no code of the plugin to run. */
-static int check_descriptor(const char *path, const struct alloy_plugin_descriptor *d,
+static int check_descriptor(const char *path,
+			    const struct alloy_plugin_descriptor *d,
 			    struct alloy_plugin_descriptor *copy)
 {
-	ALLOY_ENFORCE(d, -EPROTO, "%s: %s() returned NULL", path,
-		      ALLOY_PLUGIN_ENTRY);
-	ALLOY_ENFORCE(d->abi_major == ALLOY_ABI_MAJOR, -EPROTO,
-		      "%s: built for plugin ABI %u.%u, this alloy speaks %u.%u (major versions must match; rebuild the plugin)",
-		      path, d->abi_major, d->abi_minor, ALLOY_ABI_MAJOR,
-		      ALLOY_ABI_MINOR);
-	ALLOY_ENFORCE(d->struct_size >= ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0, -EPROTO,
-		      "%s: descriptor struct_size %u is smaller than the %zu bytes of ABI %u.0",
-		      path, d->struct_size, ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0,
-		      ALLOY_ABI_MAJOR);
+	LOAD_ENFORCE(d, -EPROTO, "%s: %s() returned NULL", path,
+		     ALLOY_PLUGIN_ENTRY);
+	LOAD_ENFORCE(d->abi_major == ALLOY_ABI_MAJOR, -EPROTO,
+		     "%s: built for plugin ABI %u.%u, this alloy speaks %u.%u (major versions must match; rebuild the plugin)",
+		     path, d->abi_major, d->abi_minor, ALLOY_ABI_MAJOR,
+		     ALLOY_ABI_MINOR);
+	LOAD_ENFORCE(d->struct_size >= ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0, -EPROTO,
+		     "%s: descriptor struct_size %u is smaller than the %zu bytes of ABI %u.0",
+		     path, d->struct_size, ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0,
+		     ALLOY_ABI_MAJOR);
 	/* Newer minor: a longer struct whose extra members we ignore. */
 	memset(copy, 0, sizeof(*copy));
 	memcpy(copy, d, d->struct_size < sizeof(*copy) ? d->struct_size :
 							 sizeof(*copy));
-	ALLOY_ENFORCE(copy->nallocators + copy->ncontexts > 0, -EINVAL,
-		      "%s: provides no allocator and no context", path);
-	ALLOY_ENFORCE(!copy->nallocators || copy->allocators, -EPROTO,
-		      "%s: nallocators is %zu but allocators is NULL", path,
-		      copy->nallocators);
-	ALLOY_ENFORCE(!copy->ncontexts || copy->contexts, -EPROTO,
-		      "%s: ncontexts is %zu but contexts is NULL", path,
-		      copy->ncontexts);
-	ALLOY_ENFORCE(copy->nallocators <= MAX_PLUGIN_ALLOCATORS, -EINVAL,
-		      "%s: provides %zu allocators, at most %d are supported",
-		      path, copy->nallocators, MAX_PLUGIN_ALLOCATORS);
-	ALLOY_ENFORCE(copy->ncontexts <= ALLOY_DEVICE_TYPE_COUNT, -EINVAL,
-		      "%s: provides %zu contexts, there are %d device types",
-		      path, copy->ncontexts, ALLOY_DEVICE_TYPE_COUNT);
+	LOAD_ENFORCE(copy->nallocators + copy->ncontexts > 0, -EINVAL,
+		     "%s: provides no allocator and no context", path);
+	LOAD_ENFORCE(!copy->nallocators || copy->allocators, -EPROTO,
+		     "%s: nallocators is %zu but allocators is NULL", path,
+		     copy->nallocators);
+	LOAD_ENFORCE(!copy->ncontexts || copy->contexts, -EPROTO,
+		     "%s: ncontexts is %zu but contexts is NULL", path,
+		     copy->ncontexts);
+	LOAD_ENFORCE(copy->nallocators <= MAX_PLUGIN_ALLOCATORS, -EINVAL,
+		     "%s: provides %zu allocators, at most %d are supported",
+		     path, copy->nallocators, MAX_PLUGIN_ALLOCATORS);
+	LOAD_ENFORCE(copy->ncontexts <= ALLOY_DEVICE_TYPE_COUNT, -EINVAL,
+		     "%s: provides %zu contexts, there are %d device types",
+		     path, copy->ncontexts, ALLOY_DEVICE_TYPE_COUNT);
 	return 0;
 }
 
@@ -174,22 +184,26 @@ static int check_allocators(const char *path,
 		char why[320];
 
 		if (alloy__check_ops(ops, &copy_size)) {
-			snprintf(why, sizeof(why), "%s", alloy_last_error());
+			/* Its message without the "alloy__check_ops: " prefix. */
+			const char *m = strstr(alloy_last_error(), ": ");
+
+			snprintf(why, sizeof(why), "%s",
+				 m ? m + 2 : alloy_last_error());
 			return alloy__error(-EINVAL, LOAD,
 					    "%s: allocator #%zu refused: %s", path,
 					    i, why);
 		}
 		for (size_t j = 0; j < i; j++)
-			ALLOY_ENFORCE(strcmp(d->allocators[j].ops->name,
-					     ops->name) != 0,
-				      -EEXIST,
-				      "%s: provides allocator \"%s\" twice", path,
-				      ops->name);
+			LOAD_ENFORCE(strcmp(d->allocators[j].ops->name,
+					    ops->name) != 0,
+				     -EEXIST,
+				     "%s: provides allocator \"%s\" twice", path,
+				     ops->name);
 		other = alloy_find_allocator(ops->name);
-		ALLOY_ENFORCE(!other, -EEXIST,
-			      "%s: allocator name \"%s\" is already registered (origin %s)",
-			      path, ops->name,
-			      other ? alloy_allocator_origin(other) : "");
+		LOAD_ENFORCE(!other, -EEXIST,
+			     "%s: allocator name \"%s\" is already registered (origin %s)",
+			     path, ops->name,
+			     other ? alloy_allocator_origin(other) : "");
 	}
 	return 0;
 }
@@ -234,8 +248,8 @@ static int register_all(struct plugin *p)
 	for (size_t i = 0; i < d->ncontexts; i++) {
 		const struct alloy_plugin_context *pc = &d->contexts[i];
 
-		ALLOY_ENFORCE(pc->ops, -EINVAL, "%s: context #%zu has no ops",
-			      p->path, i);
+		LOAD_ENFORCE(pc->ops, -EINVAL, "%s: context #%zu has no ops",
+			     p->path, i);
 		rc = alloy_register_context(pc->ops, pc->ctx);
 		if (rc)
 			return rc;
@@ -266,16 +280,16 @@ static int load_locked(const char *path)
 	alloy_plugin_entry_fn entry;
 	int rc;
 
-	ALLOY_ENFORCE(strlen(path) < sizeof(p->path), -ENAMETOOLONG,
-		      "path of %zu characters is longer than %zu", strlen(path),
-		      sizeof(p->path) - 1);
-	ALLOY_ENFORCE(!find_path_locked(path), -EEXIST, "%s: already loaded",
-		      path);
+	LOAD_ENFORCE(strlen(path) < sizeof(p->path), -ENAMETOOLONG,
+		     "path of %zu characters is longer than %zu", strlen(path),
+		     sizeof(p->path) - 1);
+	LOAD_ENFORCE(!find_path_locked(path), -EEXIST, "%s: already loaded",
+		     path);
 	for (int i = 0; i < MAX_PLUGINS && !p; i++)
 		if (!plugins[i].used)
 			p = &plugins[i];
-	ALLOY_ENFORCE(p, -ENOSPC, "%s: all %d plugin slots in use", path,
-		      MAX_PLUGINS);
+	LOAD_ENFORCE(p, -ENOSPC, "%s: all %d plugin slots in use", path,
+		     MAX_PLUGINS);
 	rc = check_file(path);
 	if (rc)
 		return rc;
@@ -363,6 +377,7 @@ static int check_idle(const struct plugin *p)
 	for (size_t i = 0; i < p->nnames; i++) {
 		struct alloy_allocator *a;
 		long long live;
+		int type;
 
 		if (!p->names[i][0])
 			continue;
@@ -370,14 +385,13 @@ static int check_idle(const struct plugin *p)
 		if (!a)
 			continue;
 		live = alloy_allocator_live_blocks(a);
-		ALLOY_ENFORCE(live == 0, -EBUSY,
-			      "%s: allocator \"%s\" still has %lld live blocks",
-			      p->path, p->names[i], live);
-		ALLOY_ENFORCE(alloy_get_default(alloy_allocator_device_type(a)) != a,
-			      -EBUSY,
-			      "%s: allocator \"%s\" is the default for %s; set another default first",
-			      p->path, p->names[i],
-			      alloy_device_type_name(alloy_allocator_device_type(a)));
+		type = alloy_allocator_device_type(a);
+		ENFORCE_IN(UNLOAD, live == 0, -EBUSY,
+			   "%s: allocator \"%s\" still has %lld live blocks",
+			   p->path, p->names[i], live);
+		ENFORCE_IN(UNLOAD, alloy_get_default(type) != a, -EBUSY,
+			   "%s: allocator \"%s\" is the default for %s; set another default first",
+			   p->path, p->names[i], alloy_device_type_name(type));
 	}
 	return 0;
 }
