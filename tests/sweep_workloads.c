@@ -244,13 +244,13 @@ static int wl_plugin(struct alloy_allocator *a)
 }
 
 const struct sweep_workload sweep_workloads[] = {
-	{ "alloc", sweep_wl_alloc, NULL },
-	{ "context", wl_context, NULL },
-	{ "churn", sweep_wl_churn, NULL },
-	{ "tensor", wl_tensor, NULL },
-	{ "workspace", wl_workspace, NULL },
-	{ "syncedmem", wl_syncedmem, setup_syncedmem },
+	{ .name = "alloc", .run = sweep_wl_alloc },
+	{ .name = "context", .run = wl_context },
+	{ .name = "churn", .run = sweep_wl_churn },
+	{ .name = "tensor", .run = wl_tensor },
+	{ .name = "workspace", .run = wl_workspace },
+	{ .name = "syncedmem", .run = wl_syncedmem, .setup = setup_syncedmem },
 	/* the plugin's allocator is its own: no allocation through "fail" */
-	{ "plugin", wl_plugin, NULL, true },
+	{ .name = "plugin", .run = wl_plugin, .libc_only = true },
 };
 const size_t sweep_nworkloads = ARRAY_LEN(sweep_workloads);

@@ -26,6 +26,8 @@
 #include "testutil.h"
 #include "sweep_workloads.h"
 
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
 /* ---- the sweep ------------------------------------------------------------ */
 
 enum {
@@ -127,6 +129,97 @@ START_TEST(sweep_workload)
 }
 END_TEST
 
+/* ---- the caching allocator on the simulated device ---------------------- */
+
+/*
+ * The caching allocator's faults come from its source: the device runs
+ * out of memory.  The sweep runs the workload on a fresh simulated device
+ * at every capacity from 0 up to what it needs, in steps: each run must
+ * succeed (freeing its cache and retrying is the caching allocator's job)
+ * or end with -ENOMEM and a message, and afterwards, once the cache is
+ * emptied, the device must hold nothing and the registry count no block.
+ */
+static struct alloy_cuda_sim *csim;
+static size_t cpeak;
+
+static void note_peak(void)
+{
+	struct alloy_cuda_sim_counts c;
+
+	ck_assert_ok(alloy_cuda_sim_counts(csim, &c));
+	if (c.dev_bytes_in_use > cpeak)
+		cpeak = c.dev_bytes_in_use;
+}
+
+static int wl_caching(struct alloy_allocator *a)
+{
+	static const size_t sizes[] = { 1 << 20, 3 << 20, 512, 20 << 20,
+					2 << 20, 7000, 1 << 20, 12 << 20 };
+	struct alloy_data_ptr b[ARRAY_LEN(sizes)];
+	int rc = 0;
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(b); i++)
+		b[i] = ALLOY_DATA_PTR_INIT;
+	for (i = 0; i < ARRAY_LEN(sizes) && !rc; i++) {
+		rc = alloy_alloc(a, sizes[i], 0, 0, &b[i]);
+		note_peak();
+		/* Every other block back to the cache, to be reused. */
+		if (!rc && i % 2)
+			alloy_data_ptr_free(&b[i - 1]);
+	}
+	for (i = 0; i < ARRAY_LEN(b) && !rc; i += 2) {
+		rc = alloy_alloc(a, sizes[i] + 4096, 0, 0, &b[i]);
+		note_peak();
+	}
+	for (i = 0; i < ARRAY_LEN(b); i++)
+		alloy_data_ptr_free(&b[i]);
+	return rc;
+}
+
+START_TEST(caching_allocator_capacity_sweep)
+{
+	struct alloy_allocator *a;
+	struct alloy_cuda_sim_counts c;
+	unsigned errors = 0, handled = 0, runs = 0;
+	size_t step;
+	int rc;
+
+	ck_assert_ok(alloy_cuda_sim_create((size_t)1 << 40, &csim));
+	ck_assert_ok(alloy_cuda_caching_register_sim(csim, "sweep_caching", &a));
+	ck_assert_ok(wl_caching(a));
+	ck_assert_uint_gt(cpeak, 0);
+	step = cpeak / 64;
+	for (size_t cap = 0; cap <= cpeak + step; cap += step, runs++) {
+		ck_assert_int_ge(alloy_cuda_caching_empty_cache(a), 0);
+		ck_assert_ok(alloy_cuda_sim_set_capacity(csim, cap));
+		alloy_clear_error();
+		rc = wl_caching(a);
+		if (rc) {
+			ck_assert_msg(rc == -ENOMEM && alloy_last_error()[0],
+				      "capacity %zu: returned %d, message \"%s\"",
+				      cap, rc, alloy_last_error());
+			errors++;
+		} else {
+			handled++;
+		}
+		ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+		ck_assert_int_ge(alloy_cuda_caching_empty_cache(a), 0);
+		ck_assert_ok(alloy_cuda_sim_counts(csim, &c));
+		ck_assert_msg(c.dev_bytes_in_use == 0 && c.dev_mallocs == c.dev_frees,
+			      "capacity %zu: %zu bytes left on the device, %llu mallocs, %llu frees",
+			      cap, c.dev_bytes_in_use,
+			      (unsigned long long)c.dev_mallocs,
+			      (unsigned long long)c.dev_frees);
+	}
+	ck_assert_uint_gt(errors, 0);
+	ck_assert_uint_gt(handled, 0);
+	printf("sweep: caching    capacity   plain      %4u capacities: %u failed cleanly, %u succeeded, 0 leaks\n",
+	       runs, errors, handled);
+	fflush(stdout);
+}
+END_TEST
+
 /* The sweep itself would miss a workload that never allocates. */
 START_TEST(fail_counts_every_allocation)
 {
@@ -154,6 +247,7 @@ Suite *suite_sweep(void)
 	while (allocating_workload(n))
 		n++;
 	tcase_add_test(tc, fail_counts_every_allocation);
+	tcase_add_test(tc, caching_allocator_capacity_sweep);
 	tcase_add_loop_test(tc, sweep_workload, 0, n * MODES);
 	tcase_set_timeout(tc, 300);
 	suite_add_tcase(s, tc);
