@@ -42,7 +42,8 @@ struct sim_block {
 
 struct alloy_cuda_sim {
 	pthread_mutex_t lock;
-	size_t capacity;
+	size_t capacity; /* shared by its devices */
+	int ndevices;
 	struct sim_stream default_stream;
 	struct sim_stream *streams; /* created ones; default_stream first */
 	struct sim_block *dev_blocks;
@@ -85,15 +86,16 @@ static int sim_dev_malloc(void *ctx, int device, size_t size, void **out)
 	void *p;
 
 	pthread_mutex_lock(&sim->lock);
-	if (device != 0 || size > sim->capacity ||
+	if (device < 0 || device >= sim->ndevices || size > sim->capacity ||
 	    sim->counts.dev_bytes_in_use > sim->capacity - size) {
 		size_t used = sim->counts.dev_bytes_in_use;
+		int n = sim->ndevices;
 
 		pthread_mutex_unlock(&sim->lock);
-		if (device != 0)
+		if (device < 0 || device >= n)
 			return alloy__error(-ENODEV, "sim_malloc",
-					    "simulated device %d does not exist (only 0)",
-					    device);
+					    "simulated device %d does not exist (%d devices)",
+					    device, n);
 		return alloy__error(-ENOMEM, "sim_malloc",
 				    "out of memory: %zu bytes asked, %zu of %zu in use",
 				    size, used, sim->capacity);
@@ -189,7 +191,11 @@ static int sim_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
 
 static int sim_device_count(void *ctx, int *count)
 {
-	*count = 1;
+	struct alloy_cuda_sim *sim = ctx;
+
+	pthread_mutex_lock(&sim->lock);
+	*count = sim->ndevices;
+	pthread_mutex_unlock(&sim->lock);
 	return 0;
 }
 
@@ -376,6 +382,7 @@ int alloy_cuda_sim_create(size_t capacity, struct alloy_cuda_sim **out)
 	ALLOY_ENFORCE(sim, -ENOMEM, "no memory for a simulated device");
 	pthread_mutex_init(&sim->lock, NULL);
 	sim->capacity = capacity;
+	sim->ndevices = 1;
 	sim->streams = &sim->default_stream;
 	*out = sim;
 	return 0;
@@ -386,6 +393,17 @@ int alloy_cuda_sim_set_capacity(struct alloy_cuda_sim *sim, size_t capacity)
 	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
 	pthread_mutex_lock(&sim->lock);
 	sim->capacity = capacity;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+int alloy_cuda_sim_set_device_count(struct alloy_cuda_sim *sim, int n)
+{
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	ALLOY_ENFORCE(n >= 1 && n <= 16, -EINVAL,
+		      "device count %d is not between 1 and 16", n);
+	pthread_mutex_lock(&sim->lock);
+	sim->ndevices = n;
 	pthread_mutex_unlock(&sim->lock);
 	return 0;
 }

@@ -823,6 +823,51 @@ START_TEST(no_block_is_reused_before_its_streams_are_done)
 }
 END_TEST
 
+static int on_device(const struct alloy_cuda_block_info *b, void *arg)
+{
+	int *count = arg;
+
+	count[b->device]++;
+	return 0;
+}
+
+START_TEST(each_device_has_its_own_pools_and_stats)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_cuda_stats s1 = { .size = sizeof(s1),
+				       .version = ALLOY_CUDA_STATS_VERSION };
+	struct alloy_data_ptr x, y, z;
+	int blocks[2] = { 0, 0 };
+	void *p0;
+
+	ck_assert_ok(alloy_cuda_sim_set_device_count(sim, 2));
+	p0 = get(a, 4096, &x);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_cuda_set_device(1));
+	get(a, 4096, &y); /* device 1 never takes device 0's cached block */
+	ck_assert_ptr_ne(y.ptr, p0);
+	ck_assert_ok(alloy_cuda_set_device(0));
+	get(a, 4096, &z);
+	ck_assert_ptr_eq(z.ptr, p0);
+	ck_assert_ok(alloy_cuda_caching_stats(a, 1, &s1));
+	ck_assert_int_eq(s1.allocation[0].current, 1);
+	ck_assert_int_eq(s1.reserved_bytes[0].current, 2 * MiB);
+	ck_assert_int_eq(stats(a).allocation[0].current, 1);
+	ck_assert_ok(alloy_cuda_caching_foreach_block(a, on_device, blocks));
+	ck_assert_int_eq(blocks[0], 2); /* z and the rest of its segment */
+	ck_assert_int_eq(blocks[1], 2);
+	/* A block goes back to its own device whatever the current one is. */
+	alloy_data_ptr_free(&y);
+	ck_assert_ok(alloy_cuda_caching_stats(a, 1, &s1));
+	ck_assert_int_eq(s1.allocation[0].current, 0);
+	alloy_data_ptr_free(&z);
+	ck_assert_int_eq(alloy_cuda_caching_empty_cache(a), 4 * MiB);
+	ck_assert_ok(alloy_cuda_set_device(2));
+	ck_assert_int_eq(alloy_alloc(a, 16, 0, 0, &x), -ENOMEM);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "alloy_alloc"));
+}
+END_TEST
+
 START_TEST(peaks_reset_to_current)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -1028,6 +1073,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, bad_requests_fail_cleanly);
 	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);
 	tcase_add_test(tc, no_block_is_reused_before_its_streams_are_done);
+	tcase_add_test(tc, each_device_has_its_own_pools_and_stats);
 	tcase_add_test(tc, peaks_reset_to_current);
 	tcase_add_test(tc, registry_stats_come_from_the_allocator);
 	tcase_add_test(tc, realloc_copies_on_the_device);

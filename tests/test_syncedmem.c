@@ -406,6 +406,36 @@ START_TEST(context_without_a_cuda_default_names_the_problem)
 }
 END_TEST
 
+START_TEST(second_device)
+{
+	struct alloy_device gpu1 = { ALLOY_DEVICE_CUDA, 1 };
+	struct alloy_allocator *cc;
+	struct alloy_cuda_stats st = { .size = sizeof(st),
+				       .version = ALLOY_CUDA_STATS_VERSION };
+	struct alloy_syncedmem *m;
+	unsigned char back[N];
+	void *p;
+
+	setup_sim(false);
+	cc = alloy_find_allocator("cuda_caching_sim");
+	ck_assert_ok(alloy_cuda_sim_set_device_count(alloy_cuda_sim_builtin(), 2));
+	ck_assert_ok(alloy_syncedmem_create(N, 1, &m));
+	p = alloy_syncedmem_mutable_cpu_data(m);
+	memset(p, 6, N);
+	ck_assert_ptr_nonnull(alloy_syncedmem_gpu_data(m));
+	ck_assert_ok(alloy_cuda_caching_stats(cc, 1, &st));
+	ck_assert_int_eq(st.allocation[0].current, 1);
+	ck_assert_ok(alloy_copy_bytes(N, alloy_syncedmem_gpu_data(m), gpu1, back,
+				      ALLOY_CPU));
+	ck_assert_uint_eq(back[N - 1], 6);
+	/* The caller's current device is left as it was. */
+	ck_assert_int_eq(alloy_cuda_current_device(), 0);
+	alloy_syncedmem_destroy(m);
+	ck_assert_ok(alloy_cuda_caching_stats(cc, 1, &st));
+	ck_assert_int_eq(st.allocation[0].current, 0);
+}
+END_TEST
+
 Suite *suite_syncedmem(void)
 {
 	Suite *s = suite_create("syncedmem");
@@ -429,6 +459,7 @@ Suite *suite_syncedmem(void)
 	tcase_add_test(tc, context_async_copy_completes_with_its_stream);
 	tcase_add_test(tc, tensor_copy_from_crosses_to_the_device_and_back);
 	tcase_add_test(tc, context_without_a_cuda_default_names_the_problem);
+	tcase_add_test(tc, second_device);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -178,6 +178,8 @@ struct alloy_cuda_sim_counts {
 
 int alloy_cuda_sim_create(size_t capacity, struct alloy_cuda_sim **out);
 int alloy_cuda_sim_set_capacity(struct alloy_cuda_sim *sim, size_t capacity);
+/* How many devices it has (1..16, default 1); they share the capacity. */
+int alloy_cuda_sim_set_device_count(struct alloy_cuda_sim *sim, int n);
 /* A new stream of the simulated device (never freed before the sim). */
 int alloy_cuda_sim_stream_create(struct alloy_cuda_sim *sim, void **stream);
 /* Hold (true) or release (false) the completion of work on a stream. */
