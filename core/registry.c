@@ -52,6 +52,10 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 	ALLOY_ENFORCE(ops->struct_size >= required_end, -EINVAL,
 		      "ops struct_size %u is smaller than the required part (%zu bytes)",
 		      ops->struct_size, required_end);
+	/* Else the copy below would end inside a function pointer. */
+	ALLOY_ENFORCE(ops->struct_size % _Alignof(struct alloy_allocator_ops) == 0,
+		      -EINVAL, "ops struct_size %u is not a multiple of %zu",
+		      ops->struct_size, _Alignof(struct alloy_allocator_ops));
 	ALLOY_ENFORCE(valid_name(ops->name), -EINVAL,
 		      "allocator name \"%s\" is not 1..%d characters of [A-Za-z0-9_]",
 		      ops->name ? ops->name : "(null)", ALLOY_NAME_MAX);

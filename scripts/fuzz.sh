@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(conf trace)
+[ ${#targets[@]} -gt 0 ] || targets=(conf trace ops)
 build=build-fuzz
 cc=${CLANG:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
@@ -33,7 +33,7 @@ mkdir -p "$build"
 )
 libs="$build/.libs/liballoy.a -lpthread -ldl -lm"
 inc="-D_GNU_SOURCE -I. -Iinclude -I$build/include -I$build"
-declare -A extra=([conf]="" [trace]="tools/trace.c")
+declare -A extra=([conf]="" [trace]="tools/trace.c" [ops]="")
 
 status=0
 for t in "${targets[@]}"; do
