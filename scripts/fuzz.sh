@@ -29,7 +29,9 @@ mkdir -p "$build"
 			CFLAGS="-g -O1 -fno-omit-frame-pointer $san -fsanitize=fuzzer-no-link" \
 			2>&1 | grep -v "cannot remove 'core'" || true
 	fi
-	make -j"$(nproc)" liballoy.la >/dev/null
+	# clang's warnings differ from gcc's; the normal build shows those.
+	make -j"$(nproc)" liballoy.la >/dev/null 2>make.err ||
+		{ cat make.err; exit 1; }
 )
 libs="$build/.libs/liballoy.a -lpthread -ldl -lm"
 inc="-D_GNU_SOURCE -I. -Iinclude -I$build/include -I$build"
