@@ -86,14 +86,18 @@ alloc_unusual(struct alloy_allocator *a, size_t size, size_t align,
 			    size, align, PTRDIFF_MAX);
 }
 
+/* The allocator's own explanation, when it gave one, is kept. */
 static __attribute__((noinline, cold)) int
 alloc_failed(struct alloy_allocator *a, size_t size, size_t align,
-	     struct alloy_data_ptr *out)
+	     unsigned error_seq, struct alloy_data_ptr *out)
 {
+	bool explained = alloy__error_seq != error_seq;
+
 	*out = ALLOY_DATA_PTR_INIT;
 	return alloy__error(-ENOMEM, "alloy_alloc",
-			    "allocator \"%s\" could not allocate %zu bytes (alignment %zu)",
-			    a->name, size, align);
+			    "allocator \"%s\" could not allocate %zu bytes (alignment %zu)%s%s",
+			    a->name, size, align, explained ? ": " : "",
+			    explained ? alloy_last_error() : "");
 }
 
 /*
@@ -106,6 +110,7 @@ alloc_entered(struct alloy__tls *t, struct alloy_allocator *a,
 				struct alloy_data_ptr *out)
 {
 	const struct alloy__hooks *h;
+	unsigned error_seq;
 	void *p;
 
 	/* size - 1 wraps for 0, so one test catches both ends. */
@@ -113,9 +118,10 @@ alloc_entered(struct alloy__tls *t, struct alloy_allocator *a,
 			     ALLOC_LIVE ||
 		     size - 1 >= (size_t)PTRDIFF_MAX - align))
 		return alloc_unusual(a, size, align, out);
+	error_seq = alloy__error_seq;
 	p = a->ops.alloc(a->ctx, size, align, flags);
 	if (unlikely(!p))
-		return alloc_failed(a, size, align, out);
+		return alloc_failed(a, size, align, error_seq, out);
 	count(t, a, ALLOY__C_ALLOCS, (int64_t)size);
 	h = atomic_load_explicit(&hooks, memory_order_acquire);
 	*out = (struct alloy_data_ptr){
@@ -241,26 +247,45 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 	ALLOY_ENFORCE(a || !dp->ptr, -EINVAL,
 		      "block %p was not made by an alloy allocator", dp->ptr);
 	ALLOY_ENFORCE(a, -EINVAL, "empty DataPtr has no allocator to grow from");
-	if (a->ops.realloc && dp->deleter == allocator_deleter &&
-	    new_size > 0 && new_size <= (size_t)PTRDIFF_MAX - dp->align) {
-		void *p = a->ops.realloc(a->ctx, dp->ptr, dp->size, new_size,
-					 dp->align);
+	if (a->ops.realloc && new_size > 0 &&
+	    new_size <= (size_t)PTRDIFF_MAX - dp->align) {
+		const struct alloy__hooks *h = dp->deleter == reported_deleter ?
+			atomic_load_explicit(&hooks, memory_order_acquire) : NULL;
+		void *p;
 
-		if (!p)
+		/* The reporter sees the old block go and the new one come. */
+		if (h)
+			h->on_free(a, dp);
+		p = a->ops.realloc(a->ctx, dp->ptr, dp->size, new_size, dp->align);
+		if (!p) {
+			if (h)
+				h->on_alloc(a, dp);
 			return alloy__error(-ENOMEM, __func__,
 					    "allocator \"%s\" could not grow %zu to %zu bytes",
 					    a->name, dp->size, new_size);
+		}
 		alloy__tcount_add(alloy__tls_get(), a->counters + ALLOY__C_BYTES,
 				  (int64_t)new_size - (int64_t)dp->size);
 		dp->ptr = p;
 		dp->size = new_size;
+		if (h)
+			h->on_alloc(a, dp);
 		return 0;
 	}
-	/* Fallback, and the reported path: allocate, copy, free. */
+	/*
+	 * Fallback: allocate, copy, free.  The copy goes through the
+	 * device's context: the block may not be host memory.
+	 */
 	rc = alloy_alloc(a, new_size, dp->align, 0, &n);
 	if (rc)
 		return rc;
-	memcpy(n.ptr, dp->ptr, dp->size < new_size ? dp->size : new_size);
+	n.device = dp->device;
+	rc = alloy_copy_bytes(dp->size < new_size ? dp->size : new_size, dp->ptr,
+			      dp->device, n.ptr, n.device);
+	if (rc) {
+		alloy_data_ptr_free(&n);
+		return rc;
+	}
 	alloy_data_ptr_free(dp);
 	*dp = n;
 	return 0;

@@ -128,6 +128,38 @@ int alloy_context_new(struct alloy_device dev, size_t nbytes,
 	return rc;
 }
 
+/*
+ * The device whose context performs a copy: the one farther from plain
+ * host memory knows how to reach the other.  Pinned host memory is host
+ * memory, so the CUDA context copies to and from it like from the CPU, and
+ * without a pinned-host context the CPU one moves it.  Two different
+ * devices of the same rank have no copy path (type -1).
+ */
+static int device_rank(int type)
+{
+	switch (type) {
+	case ALLOY_DEVICE_CPU:
+		return 0;
+	case ALLOY_DEVICE_CUDA_HOST:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+static struct alloy_device copy_handler(struct alloy_device src,
+					struct alloy_device dst)
+{
+	int rs = device_rank(src.type), rd = device_rank(dst.type);
+	struct alloy_device via = rs >= rd ? src : dst;
+
+	if (rs == rd && rs == 2 && src.type != dst.type)
+		return (struct alloy_device){ -1, 0 };
+	if (via.type == ALLOY_DEVICE_CUDA_HOST && !get(via.type))
+		return ALLOY_CPU;
+	return via;
+}
+
 int alloy_copy_bytes_async(size_t nbytes, const void *src,
 			   struct alloy_device src_dev, void *dst,
 			   struct alloy_device dst_dev, void *stream)
@@ -140,10 +172,8 @@ int alloy_copy_bytes_async(size_t nbytes, const void *src,
 		return 0;
 	ALLOY_ENFORCE(src && dst, -EINVAL, "NULL %s for a %zu-byte copy",
 		      src ? "dst" : "src", nbytes);
-	/* The side that is not the CPU knows how to reach the other. */
-	via = src_dev.type != ALLOY_DEVICE_CPU ? src_dev : dst_dev;
-	if (src_dev.type != ALLOY_DEVICE_CPU && dst_dev.type != ALLOY_DEVICE_CPU &&
-	    src_dev.type != dst_dev.type)
+	via = copy_handler(src_dev, dst_dev);
+	if (via.type < 0)
 		return alloy__error(-EINVAL, "alloy_copy_bytes",
 				    "no direct copy from %s to %s; copy through the CPU",
 				    alloy_device_type_name(src_dev.type),

@@ -10,6 +10,7 @@
 #define ERRMSG_MAX 512
 
 static __thread char last_error[ERRMSG_MAX];
+__thread unsigned alloy__error_seq __attribute__((tls_model("initial-exec")));
 
 const char *alloy_last_error(void)
 {
@@ -23,11 +24,14 @@ void alloy_clear_error(void)
 
 int alloy__verror(int err, const char *func, const char *fmt, va_list ap)
 {
-	int n = snprintf(last_error, sizeof(last_error), "%s: ", func);
+	char msg[ERRMSG_MAX];
 
-	if (n < 0 || (size_t)n >= sizeof(last_error))
-		n = 0;
-	vsnprintf(last_error + n, sizeof(last_error) - n, fmt, ap);
+	/* Format aside first: an argument may be the previous message. */
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (snprintf(last_error, sizeof(last_error), "%s: %s", func, msg) >=
+	    (int)sizeof(last_error))
+		; /* a long message is cut, never overflowed */
+	alloy__error_seq++;
 	return err;
 }
 

@@ -28,6 +28,10 @@ ALLOY_HIDDEN int alloy__error(int err, const char *func, const char *fmt, ...)
 ALLOY_HIDDEN int alloy__verror(int err, const char *func, const char *fmt,
 			       va_list ap);
 
+/* Bumped by every alloy__error on this thread: "did a callee explain?" */
+extern ALLOY_HIDDEN __thread unsigned alloy__error_seq
+	__attribute__((tls_model("initial-exec")));
+
 /* Return err from the enclosing function unless cond holds. */
 #define ALLOY_ENFORCE(cond, err, ...)                                     \
 	do {                                                              \
@@ -207,6 +211,9 @@ ALLOY_HIDDEN bool alloy__plugin_loaded(const char *path);
 
 /* Load each path of a colon-separated list; one stderr line per failure. */
 ALLOY_HIDDEN void alloy__plugins_load_list(const char *list);
+
+/* Set the configured defaults that were waiting for a module (init.c). */
+ALLOY_HIDDEN void alloy__apply_pending_defaults(void);
 
 /* ---- built-ins ----------------------------------------------------- */
 

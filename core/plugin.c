@@ -343,6 +343,7 @@ static int load_locked(const char *path)
 		goto err_unregister;
 	}
 	p->used = true;
+	alloy__apply_pending_defaults();
 	return 0;
 
 err_unregister:

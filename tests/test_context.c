@@ -52,14 +52,17 @@ END_TEST
 START_TEST(missing_context_is_enodev)
 {
 	struct alloy_data_ptr dp;
-	struct alloy_device cuda = { ALLOY_DEVICE_CUDA_HOST, 0 };
+	struct alloy_device pinned = { ALLOY_DEVICE_CUDA_HOST, 0 };
+	struct alloy_device cuda = { ALLOY_DEVICE_CUDA, 0 };
 	struct alloy_device bad = { 9, 0 };
 	char buf[8];
 
 	ck_assert(!alloy_has_context(ALLOY_DEVICE_CUDA_HOST));
-	ck_assert_int_eq(alloy_context_new(cuda, 8, &dp), -ENODEV);
+	ck_assert(!alloy_has_context(ALLOY_DEVICE_CUDA));
+	ck_assert_int_eq(alloy_context_new(pinned, 8, &dp), -ENODEV);
 	ck_assert(strstr(alloy_last_error(), "cuda_host"));
 	ck_assert_int_eq(alloy_copy_bytes(8, buf, cuda, buf, ALLOY_CPU), -ENODEV);
+	ck_assert_int_eq(alloy_copy_bytes(8, buf, bad, buf, ALLOY_CPU), -EINVAL);
 	ck_assert_int_eq(alloy_context_new(bad, 8, &dp), -EINVAL);
 }
 END_TEST
@@ -112,10 +115,17 @@ START_TEST(device_context_routes_copies)
 	ck_assert_str_eq(b, "abc");
 	struct alloy_device cuda = { ALLOY_DEVICE_CUDA, 0 };
 
-	ck_assert_int_eq(alloy_copy_bytes(4, b, host, a, cuda), -EINVAL);
+	/* Pinned host <-> CUDA is the CUDA context's job; there is none. */
+	ck_assert_int_eq(alloy_copy_bytes(4, b, host, a, cuda), -ENODEV);
+	ck_assert(strstr(alloy_last_error(), "no context for device cuda"));
 	alloy_data_ptr_free(&dp);
 	ck_assert_ok(alloy_unregister_context(ALLOY_DEVICE_CUDA_HOST));
 	ck_assert_int_eq(alloy_unregister_context(ALLOY_DEVICE_CUDA_HOST), -ENOENT);
+	/* Without a pinned-host context, pinned memory is moved as host memory. */
+	memset(b, 0, sizeof(b));
+	ck_assert_ok(alloy_copy_bytes(4, a, ALLOY_CPU, b, host));
+	ck_assert_str_eq(b, "abc");
+	ck_assert_int_eq(fake_copies, 2);
 	ops.new_bytes = NULL;
 	ck_assert_int_eq(alloy_register_context(&ops, NULL), -EINVAL);
 }
