@@ -24,13 +24,14 @@ void alloy_clear_error(void)
 
 int alloy__verror(int err, const char *func, const char *fmt, va_list ap)
 {
-	char msg[ERRMSG_MAX];
+	char msg[ERRMSG_MAX - 64];
 
-	/* Format aside first: an argument may be the previous message. */
+	/*
+	 * Format aside first: an argument may be the previous message.  A
+	 * long message is cut, never overflowed.
+	 */
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (snprintf(last_error, sizeof(last_error), "%s: %s", func, msg) >=
-	    (int)sizeof(last_error))
-		; /* a long message is cut, never overflowed */
+	snprintf(last_error, sizeof(last_error), "%.60s: %s", func, msg);
 	alloy__error_seq++;
 	return err;
 }
