@@ -38,7 +38,11 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static bool should_fail(struct fail_state *s)
+/*
+ * Number this allocation; 0 to let it through, else its number, with
+ * the reason given as the thread's error (alloy_alloc appends it).
+ */
+static uint64_t should_fail(struct fail_state *s)
 {
 	uint64_t n = atomic_fetch_add_explicit(&s->seen, 1,
 					       memory_order_relaxed) + 1;
@@ -46,12 +50,20 @@ static bool should_fail(struct fail_state *s)
 	uint64_t run = atomic_load_explicit(&s->run, memory_order_relaxed);
 	uint64_t th = atomic_load_explicit(&s->threshold, memory_order_relaxed);
 
-	if (nth && n >= nth && n - nth < run)
-		return true;
-	if (th == UINT64_MAX)
-		return true;
-	return th && mix(atomic_load_explicit(&s->seed, memory_order_relaxed) ^
-			 mix(n)) < th;
+	if (nth && n >= nth && n - nth < run) {
+		alloy__error(-ENOMEM, "fail",
+			     "allocation %llu failed as planned (nth %llu, run %llu)",
+			     (unsigned long long)n, (unsigned long long)nth,
+			     (unsigned long long)run);
+		return n;
+	}
+	if (th != UINT64_MAX &&
+	    (!th || mix(atomic_load_explicit(&s->seed, memory_order_relaxed) ^
+			mix(n)) >= th))
+		return 0;
+	alloy__error(-ENOMEM, "fail", "allocation %llu failed at random (probability)",
+		     (unsigned long long)n);
+	return n;
 }
 
 static void *fail_alloc(void *ctx, size_t size, size_t align, unsigned flags)
@@ -59,7 +71,7 @@ static void *fail_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	struct fail_state *s = ctx;
 	struct alloy_allocator *in;
 
-	if (should_fail(s)) {
+	if (unlikely(should_fail(s))) {
 		atomic_fetch_add_explicit(&s->injected, 1, memory_order_relaxed);
 		return NULL;
 	}

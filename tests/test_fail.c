@@ -45,6 +45,29 @@ START_TEST(nth_from_conf)
 }
 END_TEST
 
+START_TEST(message_says_which_and_why)
+{
+	struct alloy_allocator *f = alloy_find_allocator("fail");
+	struct alloy_fail_config plan = { .nth = 2 };
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_fail_configure(&plan));
+	ck_assert_ok(alloy_alloc(f, 8, 0, 0, &dp));
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_eq(alloy_alloc(f, 24, 0, 0, &dp), -ENOMEM);
+	ck_assert_msg(strstr(alloy_last_error(), "could not allocate 24 bytes") &&
+			      strstr(alloy_last_error(),
+				     "allocation 2 failed as planned (nth 2, run 1)"),
+		      "message: %s", alloy_last_error());
+	plan = (struct alloy_fail_config){ .probability = 1.0 };
+	ck_assert_ok(alloy_fail_configure(&plan));
+	ck_assert_int_eq(alloy_alloc(f, 24, 0, 0, &dp), -ENOMEM);
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "allocation 1 failed at random"),
+		      "message: %s", alloy_last_error());
+}
+END_TEST
+
 START_TEST(run_from_conf)
 {
 	test_set_conf("fail.nth:2,fail.run:3");
@@ -273,6 +296,7 @@ Suite *suite_fail(void)
 	TCase *tc = tcase_create("fail");
 
 	tcase_add_test(tc, nth_from_conf);
+	tcase_add_test(tc, message_says_which_and_why);
 	tcase_add_test(tc, run_from_conf);
 	tcase_add_test(tc, unlimited_run);
 	tcase_add_test(tc, nothing_fails_without_a_plan);
