@@ -5,16 +5,18 @@
 #   1. every suite that starts threads, under ThreadSanitizer (build-tsan/)
 #   2. the single-threaded core of the suite under valgrind memcheck,
 #      on the normal build that scripts/test.sh made (build/)
-#   3. each libFuzzer target for ALLOY_FUZZ_SECONDS (default 60) seconds
+#   3. the whole check suite with the debug allocator as CPU default
+#   4. each libFuzzer target for ALLOY_FUZZ_SECONDS (default 60) seconds
 #      (scripts/fuzz.sh, build-fuzz/)
 #
-# Usage: scripts/reliability.sh [tsan] [valgrind] [fuzz]   (default: all)
-# Each stage prints its wall time; on 2 cores the three take about ten
-# minutes, well inside CI's 90.
+# Usage: scripts/reliability.sh [tsan] [valgrind] [debug] [fuzz]
+#        (default: all)
+# Each stage prints its wall time; on 2 cores they take about five
+# minutes together, well inside CI's 90.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(tsan valgrind fuzz)
+[ ${#stages[@]} -gt 0 ] || stages=(tsan valgrind debug fuzz)
 jobs=$(nproc)
 
 # Suites whose tests start threads: tests/test_<suite>.c calls pthread_create.
@@ -81,6 +83,27 @@ stage_valgrind() {
 		--quiet --error-exitcode=99 --leak-check=full \
 		--show-leak-kinds=definite --errors-for-leak-kinds=definite \
 		build/tests/runner
+}
+
+# The whole check suite with "debug" as the CPU allocator, aborting on the
+# first misuse.  Tests that set their own ALLOY_CONF keep it, and a few
+# assert that the default is "default": so a test failing is not this
+# stage's business, a debug report or an abort is.
+stage_debug() {
+	local log=build/debug-stage.log
+
+	[ -f build/tests/runner ] || {
+		echo "debug: build/tests/runner missing (run scripts/test.sh first)"
+		return 1
+	}
+	ALLOY_CONF=cpu:debug,debug.abort:1 build/tests/runner >"$log" 2>&1 || true
+	grep -h -E '^[0-9]+%: Checks' "$log" | sed 's/^/debug: /'
+	if grep -q -E "alloy: debug:|Received signal" "$log"; then
+		echo "debug: misuse found:"
+		grep -A12 -E "alloy: debug:|Received signal" "$log" | head -60
+		return 1
+	fi
+	echo "debug: no misuse reported"
 }
 
 stage_fuzz() {
