@@ -9,7 +9,9 @@
  * calloc, realloc, posix_memalign, aligned_alloc and memalign with thin
  * forwarders to glibc (glibc supports replacing its allocator this way)
  * that can fail the k-th call, and runs every workload of
- * tests/sweep_workloads.c once for each k, with the reporter off and on.
+ * tests/sweep_workloads.c once for each k: with the reporter off, on,
+ * and on with its trace and log streams and per-block backtraces, each
+ * configuration in a process of its own.
  *
  * Every run must end in success or a negative code with a message, must
  * not crash, and must not leak: the forwarders count the blocks live, and
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sweep_workloads.h"
 
@@ -232,28 +236,90 @@ static void sweep(const struct sweep_workload *w, bool all,
 	fflush(stdout);
 }
 
-int main(void)
+/* The library's configurations swept, each in a process of its own. */
+static const struct config {
+	const char *label;
+	bool enable_reporter;
+	/* the reporter's streams and per-block backtraces allocate too */
+	bool streams;
+} configs[] = {
+	{ "plain", false, false },
+	{ "reporter", true, false },
+	{ "trace", false, true },
+};
+
+static int run_config(const struct config *c, const char *dir)
 {
-	alloy_init();
+	char conf[512];
+
+	if (c->streams) {
+		snprintf(conf, sizeof(conf),
+			 "trace:%s/sweep.trace,log:%s/sweep.log,backtrace:1",
+			 dir, dir);
+		setenv("ALLOY_CONF", conf, 1);
+	} else {
+		unsetenv("ALLOY_CONF");
+	}
+	if (alloy_init()) {
+		fprintf(stderr, "sweep_malloc: %s: ALLOY_CONF problems: %s\n",
+			c->label, alloy_conf_error(0));
+		return 1;
+	}
 	for (size_t i = 0; i < sweep_nworkloads; i++)
 		if (sweep_workloads[i].setup && sweep_workloads[i].setup()) {
 			fprintf(stderr, "sweep_malloc: %s: setup: %s\n",
 				sweep_workloads[i].name, alloy_last_error());
 			return 1;
 		}
-	for (int reporter = 0; reporter <= 1; reporter++) {
-		if (reporter && alloy_reporter_enable()) {
-			fprintf(stderr, "sweep_malloc: reporter: %s\n",
-				alloy_last_error());
+	if (c->enable_reporter && alloy_reporter_enable()) {
+		fprintf(stderr, "sweep_malloc: reporter: %s\n", alloy_last_error());
+		return 1;
+	}
+	for (size_t i = 0; i < sweep_nworkloads; i++)
+		for (int all = 0; all <= 1; all++)
+			sweep(&sweep_workloads[i], all, c->label);
+	if (failures)
+		fprintf(stderr, "sweep_malloc: %s: %d problems\n", c->label,
+			failures);
+	return failures ? 1 : 0;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/alloy-sweep-XXXXXX";
+	char path[64];
+	int bad = 0, status;
+
+	if (!mkdtemp(dir)) {
+		perror("sweep_malloc: mkdtemp");
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0) {
+			perror("sweep_malloc: fork");
 			return 1;
 		}
-		for (size_t i = 0; i < sweep_nworkloads; i++)
-			for (int all = 0; all <= 1; all++)
-				sweep(&sweep_workloads[i], all,
-				      reporter ? "reporter" : "plain");
+		if (pid == 0) {
+			status = run_config(&configs[i], dir);
+			fflush(stdout);
+			exit(status);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			fprintf(stderr, "sweep_malloc: %s: FAILED (status %#x)\n",
+				configs[i].label, status);
+			bad++;
+		}
 	}
-	if (failures)
-		fprintf(stderr, "sweep_malloc: %d problems\n", failures);
-	return failures ? 1 : 0;
+	snprintf(path, sizeof(path), "%s/sweep.trace", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sweep.log", dir);
+	unlink(path);
+	rmdir(dir);
+	return bad ? 1 : 0;
 }
 #endif /* SANITIZED */
