@@ -34,10 +34,10 @@
 #include "core/conf.h"
 #include <alloy/debug.h>
 
-#define FRAMES 16
-#define BUCKET_BITS 12
-#define DEFAULT_REDZONE 32
-#define MAX_REDZONE 4096
+#define FRAMES		   16
+#define BUCKET_BITS	   12
+#define DEFAULT_REDZONE	   32
+#define MAX_REDZONE	   4096
 #define DEFAULT_QUARANTINE 256
 
 struct block {
@@ -106,7 +106,8 @@ static struct block *find_locked(struct debug_state *d, const void *p)
 
 static void unlink_locked(struct debug_state *d, struct block *victim)
 {
-	for (struct block **pp = bucket(d, victim->user); *pp; pp = &(*pp)->next)
+	for (struct block **pp = bucket(d, victim->user); *pp;
+	     pp = &(*pp)->next)
 		if (*pp == victim) {
 			*pp = victim->next;
 			return;
@@ -121,20 +122,28 @@ struct text {
 	size_t cap;
 };
 
-static void __attribute__((format(printf, 2, 3)))
-append(struct text *t, const char *fmt, ...)
+/* Append to t, cutting what does not fit. */
+static void __attribute__((format(printf, 2, 0)))
+vappend(struct text *t, const char *fmt, va_list ap)
 {
-	va_list ap;
 	int n;
 
 	if (t->len + 1 >= t->cap)
 		return;
-	va_start(ap, fmt);
 	n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-	va_end(ap);
 	if (n > 0)
-		t->len += (size_t)n < t->cap - t->len ? (size_t)n :
-							 t->cap - t->len - 1;
+		t->len += (size_t)n < t->cap - t->len ? (size_t)n
+						      : t->cap - t->len - 1;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+append(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vappend(t, fmt, ap);
+	va_end(ap);
 }
 
 static void append_site(struct text *t, const char *what, void *const *site,
@@ -154,20 +163,16 @@ static void append_site(struct text *t, const char *what, void *const *site,
 
 /* Record, count and print one problem; the lock is held. */
 static void __attribute__((format(printf, 4, 5)))
-report(struct debug_state *d, int kind, const struct block *b,
-       const char *fmt, ...)
+report(struct debug_state *d, int kind, const struct block *b, const char *fmt,
+       ...)
 {
-	struct text t = { d->last, 0, sizeof(d->last) };
+	struct text t = {d->last, 0, sizeof(d->last)};
 	va_list ap;
-	int n;
 
 	append(&t, "alloy: debug: %s: ", error_names[kind]);
 	va_start(ap, fmt);
-	n = vsnprintf(t.buf + t.len, t.cap - t.len, fmt, ap);
+	vappend(&t, fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		t.len += (size_t)n < t.cap - t.len ? (size_t)n :
-						     t.cap - t.len - 1;
 	append(&t, "\n");
 	if (b) {
 		append(&t, "  block %p: %zu bytes, alignment %zu\n",
@@ -239,7 +244,8 @@ static int check_poison(struct debug_state *d, const struct block *b)
 		return 0;
 	report(d, ALLOY_DEBUG_USE_AFTER_FREE, b,
 	       "freed %zu-byte block written at offset %zu (to offset %zu) after its free",
-	       b->size, i, last_not(b->user, b->size, ALLOY_DEBUG_FILL_FREED) - 1);
+	       b->size, i,
+	       last_not(b->user, b->size, ALLOY_DEBUG_FILL_FREED) - 1);
 	return 1;
 }
 
@@ -319,8 +325,9 @@ static void *debug_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	memset(b->user + size, ALLOY_DEBUG_FILL_REDZONE, rz);
 	/* Unwritten memory reads as junk, unless asked to be zero. */
 	memset(b->user,
-	       (flags & ALLOY_ALLOC_ZERO) || alloy__conf.zero_fill ?
-		       0 : ALLOY_DEBUG_FILL_NEW,
+	       (flags & ALLOY_ALLOC_ZERO) || alloy__conf.zero_fill
+		       ? 0
+		       : ALLOY_DEBUG_FILL_NEW,
 	       size);
 
 	pthread_mutex_lock(&d->lock);
@@ -416,9 +423,10 @@ static int debug_set_option(void *ctx, const char *key, const char *value)
 		return 0;
 	}
 	if (strcmp(key, "redzone") && strcmp(key, "quarantine"))
-		return alloy__error(-EINVAL, __func__,
-				    "debug.%s: unknown key (inner, redzone, quarantine, quiet, abort)",
-				    key);
+		return alloy__error(
+			-EINVAL, __func__,
+			"debug.%s: unknown key (inner, redzone, quarantine, quiet, abort)",
+			key);
 	rc = alloy__wrap_parse_u64("debug", key, value, &n);
 	if (rc)
 		return rc;
@@ -428,7 +436,8 @@ static int debug_set_option(void *ctx, const char *key, const char *value)
 			      (unsigned long long)n, MAX_REDZONE);
 		atomic_store(&d->redzone, (size_t)n);
 	} else {
-		atomic_store(&d->quarantine, n > SIZE_MAX ? SIZE_MAX : (size_t)n);
+		atomic_store(&d->quarantine,
+			     n > SIZE_MAX ? SIZE_MAX : (size_t)n);
 	}
 	return 0;
 }
@@ -453,7 +462,8 @@ int alloy__register_debug_allocator(void)
 	return alloy__wrap_register(&ds.w, &debug_ops);
 }
 
-/* ---- API ------------------------------------------------------------------ */
+/* ---- API ------------------------------------------------------------------
+ */
 
 uint64_t alloy_debug_errors(int kind)
 {
@@ -498,8 +508,8 @@ int alloy_debug_check(void)
 	pthread_mutex_lock(&ds.lock);
 	for (size_t i = 0; i < ARRAY_SIZE(ds.buckets); i++)
 		for (struct block *b = ds.buckets[i]; b; b = b->next)
-			bad += b->freed ? check_poison(&ds, b) :
-					  check_redzones(&ds, b);
+			bad += b->freed ? check_poison(&ds, b)
+					: check_redzones(&ds, b);
 	pthread_mutex_unlock(&ds.lock);
 	return bad;
 }

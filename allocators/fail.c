@@ -27,7 +27,7 @@ struct fail_state {
 	atomic_uint_fast64_t seed;
 };
 
-static struct fail_state fs = { .run = 1 };
+static struct fail_state fs = {.run = 1};
 
 /* splitmix64's finaliser: a good 64-bit mix of the allocation number. */
 static uint64_t mix(uint64_t x)
@@ -44,24 +44,27 @@ static uint64_t mix(uint64_t x)
  */
 static uint64_t should_fail(struct fail_state *s)
 {
-	uint64_t n = atomic_fetch_add_explicit(&s->seen, 1,
-					       memory_order_relaxed) + 1;
+	uint64_t n =
+		atomic_fetch_add_explicit(&s->seen, 1, memory_order_relaxed) +
+		1;
 	uint64_t nth = atomic_load_explicit(&s->nth, memory_order_relaxed);
 	uint64_t run = atomic_load_explicit(&s->run, memory_order_relaxed);
 	uint64_t th = atomic_load_explicit(&s->threshold, memory_order_relaxed);
 
 	if (nth && n >= nth && n - nth < run) {
-		alloy__error(-ENOMEM, "fail",
-			     "allocation %llu failed as planned (nth %llu, run %llu)",
-			     (unsigned long long)n, (unsigned long long)nth,
-			     (unsigned long long)run);
+		alloy__error(
+			-ENOMEM, "fail",
+			"allocation %llu failed as planned (nth %llu, run %llu)",
+			(unsigned long long)n, (unsigned long long)nth,
+			(unsigned long long)run);
 		return n;
 	}
 	if (th != UINT64_MAX &&
 	    (!th || mix(atomic_load_explicit(&s->seed, memory_order_relaxed) ^
 			mix(n)) >= th))
 		return 0;
-	alloy__error(-ENOMEM, "fail", "allocation %llu failed at random (probability)",
+	alloy__error(-ENOMEM, "fail",
+		     "allocation %llu failed at random (probability)",
 		     (unsigned long long)n);
 	return n;
 }
@@ -72,7 +75,8 @@ static void *fail_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	struct alloy_allocator *in;
 
 	if (unlikely(should_fail(s))) {
-		atomic_fetch_add_explicit(&s->injected, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->injected, 1,
+					  memory_order_relaxed);
 		return NULL;
 	}
 	return alloy__wrap_inner_alloc(&s->w, &in, size, align, flags);
@@ -91,8 +95,7 @@ static size_t fail_usable_size(void *ctx, const void *ptr, size_t size)
 {
 	struct fail_state *s = ctx;
 
-	return alloy_allocator_usable_size(atomic_load(&s->w.inner), ptr,
-					   size);
+	return alloy_allocator_usable_size(atomic_load(&s->w.inner), ptr, size);
 }
 
 /* probability as a threshold on a uniform 64-bit hash. */
@@ -123,13 +126,15 @@ static int fail_set_option(void *ctx, const char *key, const char *value)
 	if (strcmp(key, "probability") == 0) {
 		p = strtod(value, &end);
 		ALLOY_ENFORCE(end != value && *end == '\0', -ERANGE,
-			      "fail.probability: \"%s\" is not a number", value);
+			      "fail.probability: \"%s\" is not a number",
+			      value);
 		return set_probability(s, p);
 	}
 	if (strcmp(key, "nth") && strcmp(key, "run") && strcmp(key, "seed"))
-		return alloy__error(-EINVAL, __func__,
-				    "fail.%s: unknown key (inner, nth, run, probability, seed)",
-				    key);
+		return alloy__error(
+			-EINVAL, __func__,
+			"fail.%s: unknown key (inner, nth, run, probability, seed)",
+			key);
 	rc = alloy__wrap_parse_u64("fail", key, value, &n);
 	if (rc)
 		return rc;

@@ -46,22 +46,24 @@ int alloy__wrap_set_inner(struct alloy__wrap *w, const char *name)
 	a = in = alloy_request_allocator(name);
 	ALLOY_ENFORCE(in, -ENOENT, "%s.inner: no allocator named \"%s\"",
 		      w->name, name);
-	ALLOY_ENFORCE(in->ops.device_type == ALLOY_DEVICE_CPU, -EINVAL,
-		      "%s.inner: \"%s\" serves %s; a wrapper needs a CPU allocator",
-		      w->name, name, alloy_device_type_name(in->ops.device_type));
+	ALLOY_ENFORCE(
+		in->ops.device_type == ALLOY_DEVICE_CPU, -EINVAL,
+		"%s.inner: \"%s\" serves %s; a wrapper needs a CPU allocator",
+		w->name, name, alloy_device_type_name(in->ops.device_type));
 	/* fail over debug over fail would recurse forever: refuse cycles. */
 	for (struct alloy__wrap *x; a && (x = as_wrapper(a)); depth++) {
-		ALLOY_ENFORCE(x != w && depth < MAX_WRAPPERS, -EINVAL,
-			      "%s.inner: \"%s\" leads back to \"%s\" (a cycle of wrappers)",
-			      w->name, name, w->name);
+		ALLOY_ENFORCE(
+			x != w && depth < MAX_WRAPPERS, -EINVAL,
+			"%s.inner: \"%s\" leads back to \"%s\" (a cycle of wrappers)",
+			w->name, name, w->name);
 		a = atomic_load(&x->inner);
 	}
-	ALLOY_ENFORCE(atomic_load(&w->live) == 0 ||
-			      atomic_load(&w->inner) == in,
-		      -EBUSY,
-		      "%s.inner: %lld blocks from \"%s\" are still out; free them first",
-		      w->name, (long long)atomic_load(&w->live),
-		      alloy_allocator_name(atomic_load(&w->inner)));
+	ALLOY_ENFORCE(
+		atomic_load(&w->live) == 0 || atomic_load(&w->inner) == in,
+		-EBUSY,
+		"%s.inner: %lld blocks from \"%s\" are still out; free them first",
+		w->name, (long long)atomic_load(&w->live),
+		alloy_allocator_name(atomic_load(&w->inner)));
 	atomic_store(&w->inner, in);
 	return 0;
 }
@@ -98,12 +100,13 @@ int alloy__wrap_resolve_inners(void)
 		want = w->inner_name[0] ? w->inner_name : "default";
 		if (alloy__wrap_set_inner(w, want) == 0)
 			continue;
-		alloy__conf_report("%s.inner:%s: %s; using \"default\"", w->name,
-				   want, alloy_last_error());
+		alloy__conf_report("%s.inner:%s: %s; using \"default\"",
+				   w->name, want, alloy_last_error());
 		if (alloy__wrap_set_inner(w, "default"))
-			return alloy__error(-ENOENT, __func__,
-					    "%s: no \"default\" allocator to wrap",
-					    w->name);
+			return alloy__error(
+				-ENOENT, __func__,
+				"%s: no \"default\" allocator to wrap",
+				w->name);
 	}
 	return 0;
 }
@@ -112,14 +115,14 @@ void *alloy__wrap_inner_alloc(struct alloy__wrap *w,
 			      struct alloy_allocator **inner, size_t size,
 			      size_t align, unsigned flags)
 {
-	struct alloy_allocator *in = atomic_load_explicit(&w->inner,
-							  memory_order_acquire);
+	struct alloy_allocator *in =
+		atomic_load_explicit(&w->inner, memory_order_acquire);
 	void *p;
 
 	*inner = in;
-	if (unlikely(!in || atomic_load_explicit(&in->state,
-						 memory_order_relaxed) !=
-				    ALLOC_LIVE)) {
+	if (unlikely(!in ||
+		     atomic_load_explicit(&in->state, memory_order_relaxed) !=
+			     ALLOC_LIVE)) {
 		alloy__error(-ENODEV, "alloy_alloc",
 			     "%s: inner allocator \"%s\" is not registered",
 			     w->name, in ? in->name : "(none)");

@@ -16,7 +16,7 @@
 #include "core/internal.h"
 
 struct alloy__wrap {
-	const char *name;  /* the wrapper's allocator name, for messages */
+	const char *name; /* the wrapper's allocator name, for messages */
 	void *(*alloc)(void *ctx, size_t size, size_t align, unsigned flags);
 	_Atomic(struct alloy_allocator *) inner;
 	char inner_name[ALLOY_NAME_MAX + 1]; /* asked for during init */
@@ -34,9 +34,9 @@ ALLOY_HIDDEN int alloy__wrap_set_inner(struct alloy__wrap *w, const char *name);
 /*
  * Register a wrapper's ops with w as its context.  During init, an inner
  * asked for by ALLOY_CONF is only noted, since it may be a wrapper that
- * registers later; alloy__wrap_resolve_inners() (builtin.h), once every built-in is
- * in, resolves them all ("default" where none was asked for or the one
- * asked for is unusable, which is then reported as a configuration error).
+ * registers later; alloy__wrap_resolve_inners() (builtin.h), once every
+ * built-in is in, resolves them all ("default" where none was asked for or the
+ * one asked for is unusable, which is then reported as a configuration error).
  */
 ALLOY_HIDDEN int alloy__wrap_register(struct alloy__wrap *w,
 				      const struct alloy_allocator_ops *ops);

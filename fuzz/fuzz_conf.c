@@ -14,10 +14,10 @@
 
 #include "core/conf.h"
 
-#define CHECK(cond)                                                      \
-	do {                                                             \
-		if (!(cond))                                             \
-			abort();                                         \
+#define CHECK(cond)              \
+	do {                     \
+		if (!(cond))     \
+			abort(); \
 	} while (0)
 
 static bool name_ok(const char *s)

@@ -18,10 +18,10 @@
 
 #include <alloy/alloy.h>
 
-#define CHECK(cond)                                                      \
-	do {                                                             \
-		if (!(cond))                                             \
-			abort();                                         \
+#define CHECK(cond)              \
+	do {                     \
+		if (!(cond))     \
+			abort(); \
 	} while (0)
 
 static char block[64];
@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct alloy_allocator *a = NULL;
 	struct alloy_data_ptr dp;
 	char name[80];
-	uint8_t h[8] = { 0 };
+	uint8_t h[8] = {0};
 	bool valid, init_fails;
 	int rc;
 
@@ -82,8 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Mostly the right ABI, sometimes not. */
 	ops.abi_major = h[0] < 224 ? ALLOY_ABI_MAJOR : h[0];
 	ops.abi_minor = h[1];
-	ops.struct_size = h[2] < 128 ? (uint32_t)sizeof(ops) :
-		(uint32_t)(h[2] - 128) * 4 + (h[3] & 3);
+	ops.struct_size = h[2] < 128 ? (uint32_t)sizeof(ops)
+				     : (uint32_t)(h[2] - 128) * 4 + (h[3] & 3);
 	ops.device_type = (int8_t)h[4];
 	ops.name = h[5] & 1 ? NULL : name;
 	ops.alloc = h[5] & 2 ? NULL : op_alloc;
@@ -92,10 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (h[5] & 16)
 		ops.init = op_init;
 
-	valid = ops.abi_major == ALLOY_ABI_MAJOR && ops.struct_size >= required &&
+	valid = ops.abi_major == ALLOY_ABI_MAJOR &&
+		ops.struct_size >= required &&
 		ops.struct_size % _Alignof(struct alloy_allocator_ops) == 0 &&
 		ops.name && name_ok(name) && ops.device_type >= 0 &&
-		ops.device_type < ALLOY_DEVICE_TYPE_COUNT && ops.alloc && ops.free;
+		ops.device_type < ALLOY_DEVICE_TYPE_COUNT && ops.alloc &&
+		ops.free;
 	/* A name already taken (a built-in) is refused too. */
 	if (valid && alloy_find_allocator(name))
 		valid = false;

@@ -17,10 +17,10 @@
 
 #include "tools/trace.h"
 
-#define CHECK(cond)                                                      \
-	do {                                                             \
-		if (!(cond))                                             \
-			abort();                                         \
+#define CHECK(cond)              \
+	do {                     \
+		if (!(cond))     \
+			abort(); \
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

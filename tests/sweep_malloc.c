@@ -56,12 +56,12 @@ void __libc_free(void *ptr);
 void *__libc_memalign(size_t align, size_t size);
 
 /* The workloads are single-threaded: plain counters will do. */
-static bool armed;        /* counting and maybe failing */
-static long nth;          /* the call to fail, from 1; 0: none */
-static bool persistent;   /* ... and every one after it */
-static long seen;         /* calls since armed */
-static long injected;     /* of which failed */
-static long live;         /* blocks handed out minus blocks freed */
+static bool armed;	/* counting and maybe failing */
+static long nth;	/* the call to fail, from 1; 0: none */
+static bool persistent; /* ... and every one after it */
+static long seen;	/* calls since armed */
+static long injected;	/* of which failed */
+static long live;	/* blocks handed out minus blocks freed */
 
 static bool inject(void)
 {
@@ -159,18 +159,17 @@ void *memalign(size_t align, size_t size)
 
 static int failures;
 
-#define EXPECT(cond, ...)                                               \
-	do {                                                            \
-		if (!(cond)) {                                          \
-			fprintf(stderr, "sweep_malloc: " __VA_ARGS__);  \
-			fputc('\n', stderr);                            \
-			failures++;                                     \
-		}                                                       \
+#define EXPECT(cond, ...)                                              \
+	do {                                                           \
+		if (!(cond)) {                                         \
+			fprintf(stderr, "sweep_malloc: " __VA_ARGS__); \
+			fputc('\n', stderr);                           \
+			failures++;                                    \
+		}                                                      \
 	} while (0)
 
 /* One run with call k failing (0: none); the change in live blocks. */
-static long run_once(const struct sweep_workload *w, long k, bool all,
-		     int *rc)
+static long run_once(const struct sweep_workload *w, long k, bool all, int *rc)
 {
 	long before;
 
@@ -186,8 +185,7 @@ static long run_once(const struct sweep_workload *w, long k, bool all,
 	return live - before;
 }
 
-static void sweep(const struct sweep_workload *w, bool all,
-		  const char *label)
+static void sweep(const struct sweep_workload *w, bool all, const char *label)
 {
 	struct alloy_allocator *cpu = alloy_get_default(ALLOY_DEVICE_CPU);
 	long total, sites = 0, errors = 0, handled = 0, grew;
@@ -200,8 +198,9 @@ static void sweep(const struct sweep_workload *w, bool all,
 	       alloy_last_error());
 	grew = run_once(w, 0, false, &rc);
 	total = seen;
-	EXPECT(rc == 0 && grew == 0, "%s: clean run returned %d, %ld blocks leaked",
-	       w->name, rc, grew);
+	EXPECT(rc == 0 && grew == 0,
+	       "%s: clean run returned %d, %ld blocks leaked", w->name, rc,
+	       grew);
 	for (long k = 1; k <= total; k++) {
 		run_once(w, k, all, &rc);
 		if (!injected)
@@ -223,11 +222,12 @@ static void sweep(const struct sweep_workload *w, bool all,
 		grew = run_once(w, k, all, &rc);
 		for (int i = 0; i < 2 && grew; i++)
 			grew = run_once(w, k, all, &rc);
-		EXPECT(grew == 0, "%s: call %ld failing: blocks leaked on every run (%ld on the last)",
+		EXPECT(grew == 0,
+		       "%s: call %ld failing: blocks leaked on every run (%ld on the last)",
 		       w->name, k, grew);
 		EXPECT(alloy_allocator_live_blocks(cpu) == 0,
-		       "%s: call %ld failing: %lld blocks live in \"%s\"", w->name,
-		       k, alloy_allocator_live_blocks(cpu),
+		       "%s: call %ld failing: %lld blocks live in \"%s\"",
+		       w->name, k, alloy_allocator_live_blocks(cpu),
 		       alloy_allocator_name(cpu));
 	}
 	printf("sweep_malloc: %-10s %-10s %-8s %4ld sites: %ld failed cleanly, %ld handled, 0 leaks\n",
@@ -243,9 +243,9 @@ static const struct config {
 	/* the reporter's streams and per-block backtraces allocate too */
 	bool streams;
 } configs[] = {
-	{ "plain", false, false },
-	{ "reporter", true, false },
-	{ "trace", false, true },
+	{"plain", false, false},
+	{"reporter", true, false},
+	{"trace", false, true},
 };
 
 static int run_config(const struct config *c, const char *dir)
@@ -272,7 +272,8 @@ static int run_config(const struct config *c, const char *dir)
 			return 1;
 		}
 	if (c->enable_reporter && alloy_reporter_enable()) {
-		fprintf(stderr, "sweep_malloc: reporter: %s\n", alloy_last_error());
+		fprintf(stderr, "sweep_malloc: reporter: %s\n",
+			alloy_last_error());
 		return 1;
 	}
 	for (size_t i = 0; i < sweep_nworkloads; i++)
@@ -310,7 +311,8 @@ int main(void)
 		}
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status)) {
-			fprintf(stderr, "sweep_malloc: %s: FAILED (status %#x)\n",
+			fprintf(stderr,
+				"sweep_malloc: %s: FAILED (status %#x)\n",
 				configs[i].label, status);
 			bad++;
 		}

@@ -20,7 +20,7 @@
 /* alloy_alloc in its variants, realloc both ways, the default path. */
 int sweep_wl_alloc(struct alloy_allocator *a)
 {
-	static const size_t sizes[] = { 1, 64, 1000, 4096, 1 << 20, 3 };
+	static const size_t sizes[] = {1, 64, 1000, 4096, 1 << 20, 3};
 	struct alloy_data_ptr b[ARRAY_LEN(sizes) + 1];
 	int rc = 0;
 
@@ -39,7 +39,8 @@ int sweep_wl_alloc(struct alloy_allocator *a)
 	rc = alloy_data_ptr_realloc(&b[2], 10);
 	if (rc)
 		goto out;
-	rc = alloy_alloc_default(ALLOY_DEVICE_CPU, 128, 0, &b[ARRAY_LEN(sizes)]);
+	rc = alloy_alloc_default(ALLOY_DEVICE_CPU, 128, 0,
+				 &b[ARRAY_LEN(sizes)]);
 out:
 	for (size_t i = 0; i < ARRAY_LEN(b); i++)
 		alloy_data_ptr_free(&b[i]);
@@ -92,32 +93,33 @@ int sweep_wl_churn(struct alloy_allocator *a)
 }
 
 /* Pointer-returning calls give NULL and a message; the code is ours. */
-#define CHECK_PTR(p)                                                    \
-	do {                                                            \
-		if (!(p)) {                                             \
-			rc = -ENOMEM;                                   \
-			goto out;                                       \
-		}                                                       \
+#define CHECK_PTR(p)                  \
+	do {                          \
+		if (!(p)) {           \
+			rc = -ENOMEM; \
+			goto out;     \
+		}                     \
 	} while (0)
-#define CHECK_RC(expr)                                                  \
-	do {                                                            \
-		rc = (expr);                                            \
-		if (rc)                                                 \
-			goto out;                                       \
+#define CHECK_RC(expr)            \
+	do {                      \
+		rc = (expr);      \
+		if (rc)           \
+			goto out; \
 	} while (0)
 
 /* Tensors: lazy buffers, growth, reserve, shrink, clone, copy, share. */
 static int wl_tensor(struct alloy_allocator *a)
 {
 	const struct alloy_type_meta *f32 = alloy_type(ALLOY_TYPE_FLOAT);
-	int64_t dims[2] = { 16, 32 }, small[2] = { 8, 32 };
+	int64_t dims[2] = {16, 32}, small[2] = {8, 32};
 	struct alloy_tensor *t = NULL, *c = NULL, *u = NULL, *v = NULL;
 	int rc = 0;
 
 	(void)a;
 	CHECK_PTR(t = alloy_tensor_new_dims(ALLOY_CPU, dims, 2));
 	CHECK_PTR(alloy_tensor_raw_mutable_data(t, f32));
-	memset(alloy_tensor_raw_mutable_data(t, f32), 0, alloy_tensor_nbytes(t));
+	memset(alloy_tensor_raw_mutable_data(t, f32), 0,
+	       alloy_tensor_nbytes(t));
 	CHECK_RC(alloy_tensor_extend(t, 8, 50.0f));
 	CHECK_PTR(alloy_tensor_raw_mutable_data(t, f32));
 	CHECK_RC(alloy_tensor_reserve_space(t, 64));
@@ -130,7 +132,8 @@ static int wl_tensor(struct alloy_allocator *a)
 	CHECK_RC(alloy_tensor_resize(v, small, 2));
 	CHECK_RC(alloy_tensor_share_data(v, u));
 	CHECK_RC(alloy_tensor_resize(u, dims, 2));
-	CHECK_PTR(alloy_tensor_raw_mutable_data(u, alloy_type(ALLOY_TYPE_DOUBLE)));
+	CHECK_PTR(alloy_tensor_raw_mutable_data(u,
+						alloy_type(ALLOY_TYPE_DOUBLE)));
 	CHECK_RC(alloy_tensor_free_memory(t));
 out:
 	alloy_tensor_unref(v);
@@ -144,7 +147,7 @@ out:
 static int wl_workspace(struct alloy_allocator *a)
 {
 	const struct alloy_type_meta *i64 = alloy_type(ALLOY_TYPE_INT64);
-	int64_t dims[1] = { 1000 };
+	int64_t dims[1] = {1000};
 	struct alloy_workspace *ws;
 	struct alloy_tensor *t;
 	struct alloy_blob *b;
@@ -198,8 +201,9 @@ static int setup_syncedmem(void)
 	setenv("ALLOY_MODULE_PATH", "/nonexistent", 1);
 	rc = alloy_cuda_sim_register_context(alloy_cuda_sim_builtin());
 
-	return rc ? rc : alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
-						   "cuda_caching_sim");
+	return rc ? rc
+		  : alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					      "cuda_caching_sim");
 }
 
 static int wl_syncedmem(struct alloy_allocator *a)
@@ -244,13 +248,13 @@ static int wl_plugin(struct alloy_allocator *a)
 }
 
 const struct sweep_workload sweep_workloads[] = {
-	{ .name = "alloc", .run = sweep_wl_alloc },
-	{ .name = "context", .run = wl_context },
-	{ .name = "churn", .run = sweep_wl_churn },
-	{ .name = "tensor", .run = wl_tensor },
-	{ .name = "workspace", .run = wl_workspace },
-	{ .name = "syncedmem", .run = wl_syncedmem, .setup = setup_syncedmem },
+	{.name = "alloc", .run = sweep_wl_alloc},
+	{.name = "context", .run = wl_context},
+	{.name = "churn", .run = sweep_wl_churn},
+	{.name = "tensor", .run = wl_tensor},
+	{.name = "workspace", .run = wl_workspace},
+	{.name = "syncedmem", .run = wl_syncedmem, .setup = setup_syncedmem},
 	/* the plugin's allocator is its own: no allocation through "fail" */
-	{ .name = "plugin", .run = wl_plugin, .libc_only = true },
+	{.name = "plugin", .run = wl_plugin, .libc_only = true},
 };
 const size_t sweep_nworkloads = ARRAY_LEN(sweep_workloads);

@@ -14,7 +14,7 @@ struct sweep_workload {
 	/* 0 or a negative code; everything it allocated freed either way */
 	int (*run)(struct alloy_allocator *a);
 	int (*setup)(void); /* once, before the runs; may be NULL */
-	bool libc_only;     /* makes no allocation through the CPU default */
+	bool libc_only;	    /* makes no allocation through the CPU default */
 };
 
 extern const struct sweep_workload sweep_workloads[];

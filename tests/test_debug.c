@@ -127,8 +127,10 @@ START_TEST(overflow_is_caught_at_free)
 	ck_assert_uint_eq(alloy_debug_errors(ALLOY_DEBUG_OVERFLOW), 1);
 	ck_assert_uint_eq(alloy_debug_errors(-1), 1);
 	assert_report(ALLOY_DEBUG_OVERFLOW, true);
-	ck_assert_msg(strstr(text, "4 bytes written past the end of a 100-byte block"),
-		      "report: %s", text);
+	ck_assert_msg(
+		strstr(text,
+		       "4 bytes written past the end of a 100-byte block"),
+		"report: %s", text);
 }
 END_TEST
 
@@ -282,7 +284,7 @@ END_TEST
 
 START_TEST(reports_go_to_stderr)
 {
-	char buf[8192] = { 0 };
+	char buf[8192] = {0};
 	FILE *tmp = tmpfile();
 	int saved = dup(2);
 	char *p;
@@ -329,7 +331,8 @@ START_TEST(inner_failure_leaves_nothing)
 	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CPU, 10, 0, &dp));
 	alloy_data_ptr_free(&dp);
 	ck_assert_int_eq(alloy_allocator_trim(dbg) > 0, 1);
-	ck_assert_int_eq(alloy_allocator_live_blocks(alloy_find_allocator("fail")), 0);
+	ck_assert_int_eq(
+		alloy_allocator_live_blocks(alloy_find_allocator("fail")), 0);
 }
 END_TEST
 

@@ -26,15 +26,15 @@
 
 #include "testutil.h"
 
-#define WORKERS 4
+#define WORKERS	       4
 #define OPS_PER_WORKER 20000
-#define SLOTS 16
-#define MAILBOX 64
-#define TIME_LIMIT_NS (4 * 1000000000LL)
+#define SLOTS	       16
+#define MAILBOX	       64
+#define TIME_LIMIT_NS  (4 * 1000000000LL)
 
 enum { A_DEFAULT, A_FAIL, A_DEBUG, A_TEST, NALLOC };
-static const char *const names[NALLOC] = { "default", "fail", "debug",
-					   "stress_t" };
+static const char *const names[NALLOC] = {"default", "fail", "debug",
+					  "stress_t"};
 
 static struct alloy_allocator *allocs[NALLOC];
 static struct test_alloc ta;
@@ -42,10 +42,10 @@ static atomic_bool stop;
 static long long deadline_ns;
 
 /* What the threads saw, summed once they are done. */
-static atomic_llong ok[NALLOC];   /* blocks made, per allocator */
-static atomic_llong enomem;       /* allocations refused */
+static atomic_llong ok[NALLOC]; /* blocks made, per allocator */
+static atomic_llong enomem;	/* allocations refused */
 static atomic_llong ops_done;
-static atomic_llong tmp_made;     /* by the temporary allocator */
+static atomic_llong tmp_made;	   /* by the temporary allocator */
 static atomic_llong plugin_rounds; /* plugin loads and unloads */
 
 /* Blocks handed from one thread to another to free. */
@@ -68,7 +68,7 @@ static long long now_ns(void)
  */
 static void pause_briefly(void)
 {
-	struct timespec ts = { 0, 50 * 1000 };
+	struct timespec ts = {0, 50 * 1000};
 
 	nanosleep(&ts, NULL);
 }
@@ -141,8 +141,9 @@ static void check_fill(const struct alloy_data_ptr *dp, unsigned char c,
 	const unsigned char *p = dp->ptr;
 
 	for (size_t i = 0; i < n && i < dp->size; i++)
-		ck_assert_msg(p[i] == c, "byte %zu of a %zu-byte block is %#x, not %#x",
-			      i, dp->size, p[i], c);
+		ck_assert_msg(p[i] == c,
+			      "byte %zu of a %zu-byte block is %#x, not %#x", i,
+			      dp->size, p[i], c);
 }
 
 static void *worker(void *arg)
@@ -166,7 +167,8 @@ static void *worker(void *arg)
 			check_fill(&slot[s], tag[s], 64);
 			switch ((r >> 24) % 4) {
 			case 0: { /* grow or shrink, keeping the contents */
-				size_t kept = slot[s].size < 64 ? slot[s].size : 64;
+				size_t kept =
+					slot[s].size < 64 ? slot[s].size : 64;
 
 				rc = alloy_data_ptr_realloc(&slot[s], size);
 				if (tally(rc, &slot[s])) {
@@ -188,8 +190,8 @@ static void *worker(void *arg)
 			rc = alloy_alloc_default(ALLOY_DEVICE_CPU, size, 0,
 						 &slot[s]);
 		else
-			rc = alloy_alloc(allocs[(r >> 32) % (NALLOC + 1)],
-					 size, 0, 0, &slot[s]);
+			rc = alloy_alloc(allocs[(r >> 32) % (NALLOC + 1)], size,
+					 0, 0, &slot[s]);
 		if (tally(rc, &slot[s])) {
 			tag[s] = (unsigned char)r;
 			fill(&slot[s], tag[s]);
@@ -233,7 +235,8 @@ static void *spawner(void *arg)
 	while (!atomic_load(&stop)) {
 		pthread_t t;
 
-		ck_assert_int_eq(pthread_create(&t, NULL, short_lived, NULL), 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, short_lived, NULL),
+				 0);
 		pthread_join(t, NULL);
 		pause_briefly();
 	}
@@ -288,8 +291,8 @@ static void *loader(void *arg)
 
 static long long stat_allocs(struct alloy_allocator *a)
 {
-	struct alloy_allocator_stats st = { .size = sizeof(st),
-					    .version = ALLOY_STATS_VERSION };
+	struct alloy_allocator_stats st = {.size = sizeof(st),
+					   .version = ALLOY_STATS_VERSION};
 
 	ck_assert_ok(alloy_allocator_stats(a, &st));
 	return (long long)st.num_allocs;
@@ -315,8 +318,9 @@ static void stress(bool reporter)
 	ck_assert_int_eq(pthread_create(&rg, NULL, registrar, NULL), 0);
 	ck_assert_int_eq(pthread_create(&ld, NULL, loader, NULL), 0);
 	for (uintptr_t i = 0; i < WORKERS; i++)
-		ck_assert_int_eq(pthread_create(&w[i], NULL, worker,
-						(void *)(i + 1)), 0);
+		ck_assert_int_eq(
+			pthread_create(&w[i], NULL, worker, (void *)(i + 1)),
+			0);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(w[i], NULL);
 	atomic_store(&stop, true);
@@ -330,17 +334,17 @@ static void stress(bool reporter)
 
 	/* Exact: every block the threads made, and nothing more. */
 	for (int i = 0; i < NALLOC; i++) {
-		ck_assert_msg(stat_allocs(allocs[i]) - base[i] == ok[i],
-			      "%s: registry counted %lld allocations, threads made %lld",
-			      names[i], stat_allocs(allocs[i]) - base[i],
-			      (long long)ok[i]);
+		ck_assert_msg(
+			stat_allocs(allocs[i]) - base[i] == ok[i],
+			"%s: registry counted %lld allocations, threads made %lld",
+			names[i], stat_allocs(allocs[i]) - base[i],
+			(long long)ok[i]);
 		ck_assert_int_eq(alloy_allocator_live_blocks(allocs[i]), 0);
 		ck_assert_int_eq(alloy_allocator_live_bytes(allocs[i]), 0);
 		made += ok[i];
 	}
 	ck_assert_uint_eq(alloy_fail_injected(), (uint64_t)enomem);
-	ck_assert_uint_eq(alloy_fail_count(),
-			  (uint64_t)(ok[A_FAIL] + enomem));
+	ck_assert_uint_eq(alloy_fail_count(), (uint64_t)(ok[A_FAIL] + enomem));
 	ck_assert_int_eq(atomic_load(&ta.allocs), ok[A_TEST]);
 	ck_assert_int_eq(atomic_load(&ta.frees), ok[A_TEST]);
 	ck_assert_int_eq(atomic_load(&ta.bad_frees), 0);
@@ -369,10 +373,11 @@ static void stress(bool reporter)
 				if (strcmp(snap.entries[e].allocator,
 					   names[i]) == 0)
 					seen += snap.entries[e].c.allocs;
-			ck_assert_msg(seen == (uint64_t)ok[i],
-				      "%s: the reporter counted %llu allocations, threads made %lld",
-				      names[i], (unsigned long long)seen,
-				      (long long)ok[i]);
+			ck_assert_msg(
+				seen == (uint64_t)ok[i],
+				"%s: the reporter counted %llu allocations, threads made %lld",
+				names[i], (unsigned long long)seen,
+				(long long)ok[i]);
 		}
 		ck_assert_uint_eq(snap.unknown_frees + snap.double_frees, 0);
 	}

@@ -28,7 +28,8 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- the sweep ------------------------------------------------------------ */
+/* ---- the sweep ------------------------------------------------------------
+ */
 
 enum {
 	MODE_PERSISTENT = 1, /* every allocation from the k-th on fails */
@@ -50,7 +51,7 @@ static long long reporter_live(void)
 static void sweep(const struct sweep_workload *w, int mode)
 {
 	struct alloy_allocator *a;
-	struct alloy_fail_config plan = { 0 };
+	struct alloy_fail_config plan = {0};
 	uint64_t total, errors = 0, handled = 0;
 	long long rep0 = 0;
 	int rc;
@@ -86,10 +87,11 @@ static void sweep(const struct sweep_workload *w, int mode)
 			      w->name, (unsigned long long)k,
 			      (unsigned long long)total);
 		if (rc) {
-			ck_assert_msg(rc < 0 && alloy_last_error()[0],
-				      "%s, allocation %llu failing: returned %d, message \"%s\"",
-				      w->name, (unsigned long long)k, rc,
-				      alloy_last_error());
+			ck_assert_msg(
+				rc < 0 && alloy_last_error()[0],
+				"%s, allocation %llu failing: returned %d, message \"%s\"",
+				w->name, (unsigned long long)k, rc,
+				alloy_last_error());
 			errors++;
 		} else {
 			handled++;
@@ -153,8 +155,8 @@ static void note_peak(void)
 
 static int wl_caching(struct alloy_allocator *a)
 {
-	static const size_t sizes[] = { 1 << 20, 3 << 20, 512, 20 << 20,
-					2 << 20, 7000, 1 << 20, 12 << 20 };
+	static const size_t sizes[] = {1 << 20, 3 << 20, 512,	  20 << 20,
+				       2 << 20, 7000,	 1 << 20, 12 << 20};
 	struct alloy_data_ptr b[ARRAY_LEN(sizes)];
 	int rc = 0;
 	size_t i;
@@ -186,7 +188,8 @@ START_TEST(caching_allocator_capacity_sweep)
 	int rc;
 
 	ck_assert_ok(alloy_cuda_sim_create((size_t)1 << 40, &csim));
-	ck_assert_ok(alloy_cuda_caching_register_sim(csim, "sweep_caching", &a));
+	ck_assert_ok(
+		alloy_cuda_caching_register_sim(csim, "sweep_caching", &a));
 	ck_assert_ok(wl_caching(a));
 	ck_assert_uint_gt(cpeak, 0);
 	step = cpeak / 64;
@@ -196,9 +199,10 @@ START_TEST(caching_allocator_capacity_sweep)
 		alloy_clear_error();
 		rc = wl_caching(a);
 		if (rc) {
-			ck_assert_msg(rc == -ENOMEM && alloy_last_error()[0],
-				      "capacity %zu: returned %d, message \"%s\"",
-				      cap, rc, alloy_last_error());
+			ck_assert_msg(
+				rc == -ENOMEM && alloy_last_error()[0],
+				"capacity %zu: returned %d, message \"%s\"",
+				cap, rc, alloy_last_error());
 			errors++;
 		} else {
 			handled++;
@@ -206,11 +210,12 @@ START_TEST(caching_allocator_capacity_sweep)
 		ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
 		ck_assert_int_ge(alloy_cuda_caching_empty_cache(a), 0);
 		ck_assert_ok(alloy_cuda_sim_counts(csim, &c));
-		ck_assert_msg(c.dev_bytes_in_use == 0 && c.dev_mallocs == c.dev_frees,
-			      "capacity %zu: %zu bytes left on the device, %llu mallocs, %llu frees",
-			      cap, c.dev_bytes_in_use,
-			      (unsigned long long)c.dev_mallocs,
-			      (unsigned long long)c.dev_frees);
+		ck_assert_msg(
+			c.dev_bytes_in_use == 0 && c.dev_mallocs == c.dev_frees,
+			"capacity %zu: %zu bytes left on the device, %llu mallocs, %llu frees",
+			cap, c.dev_bytes_in_use,
+			(unsigned long long)c.dev_mallocs,
+			(unsigned long long)c.dev_frees);
 	}
 	ck_assert_uint_gt(errors, 0);
 	ck_assert_uint_gt(handled, 0);
@@ -223,7 +228,7 @@ END_TEST
 /* The sweep itself would miss a workload that never allocates. */
 START_TEST(fail_counts_every_allocation)
 {
-	struct alloy_fail_config plan = { 0 };
+	struct alloy_fail_config plan = {0};
 	struct alloy_allocator *a;
 
 	test_set_conf("cpu:fail");

@@ -29,19 +29,19 @@ extern "C" {
 #endif
 
 enum alloy_debug_error {
-	ALLOY_DEBUG_OVERFLOW,       /* written past the end of a block */
-	ALLOY_DEBUG_UNDERFLOW,      /* written before its start */
+	ALLOY_DEBUG_OVERFLOW,	    /* written past the end of a block */
+	ALLOY_DEBUG_UNDERFLOW,	    /* written before its start */
 	ALLOY_DEBUG_USE_AFTER_FREE, /* a freed block written in quarantine */
 	ALLOY_DEBUG_DOUBLE_FREE,    /* freed again */
 	ALLOY_DEBUG_FOREIGN_FREE,   /* freed, but never allocated here */
-	ALLOY_DEBUG_WRONG_SIZE,     /* freed with another size or alignment */
+	ALLOY_DEBUG_WRONG_SIZE,	    /* freed with another size or alignment */
 	ALLOY_DEBUG_ERROR_KINDS
 };
 
 /* Bytes written into blocks: new (unless zeroed), redzones, freed. */
-#define ALLOY_DEBUG_FILL_NEW 0xcd
+#define ALLOY_DEBUG_FILL_NEW	 0xcd
 #define ALLOY_DEBUG_FILL_REDZONE 0xfd
-#define ALLOY_DEBUG_FILL_FREED 0xdd
+#define ALLOY_DEBUG_FILL_FREED	 0xdd
 
 /* Problems of one kind found so far; kind -1: of every kind. */
 uint64_t alloy_debug_errors(int kind);

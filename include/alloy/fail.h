@@ -30,10 +30,10 @@ extern "C" {
 #define ALLOY_FAIL_UNLIMITED UINT64_MAX
 
 struct alloy_fail_config {
-	uint64_t nth;       /* first allocation to fail, from 1; 0: none */
-	uint64_t run;       /* how many fail from nth on; 0 is taken as 1 */
+	uint64_t nth;	    /* first allocation to fail, from 1; 0: none */
+	uint64_t run;	    /* how many fail from nth on; 0 is taken as 1 */
 	double probability; /* chance that any allocation fails, 0..1 */
-	uint64_t seed;      /* makes the random failures repeatable */
+	uint64_t seed;	    /* makes the random failures repeatable */
 };
 
 /*
