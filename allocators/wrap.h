@@ -27,7 +27,8 @@ struct alloy__wrap {
  * Make the allocator called name the inner of w.  -ENOENT if there is
  * none, -EINVAL if it is not a CPU allocator or wrapping it would close a
  * cycle, -EBUSY while w has blocks out (they must go back where they came
- * from).
+ * from).  Meant for configuration: the check and the switch are not one
+ * step, so no other thread may allocate through w meanwhile.
  */
 ALLOY_HIDDEN int alloy__wrap_set_inner(struct alloy__wrap *w, const char *name);
 
