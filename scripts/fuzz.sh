@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(conf trace ops)
+[ ${#targets[@]} -gt 0 ] || targets=(conf trace ops plugin)
 build=build-fuzz
 cc=${CLANG:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
@@ -35,7 +35,14 @@ mkdir -p "$build"
 )
 libs="$build/.libs/liballoy.a -lpthread -ldl -lm"
 inc="-D_GNU_SOURCE -I. -Iinclude -I$build/include -I$build"
-declare -A extra=([conf]="" [trace]="tools/trace.c" [ops]="")
+declare -A extra=([conf]="" [trace]="tools/trace.c" [ops]=""
+	[plugin]="-rdynamic -ldl -DFUZZ_PLUGIN_PATH=\"$PWD/$build/fuzz_plugin_so.so\"")
+
+# The plugin whose descriptor fuzz_plugin writes; liballoy's symbols come
+# from the fuzzer itself (-rdynamic).
+# shellcheck disable=SC2086
+"$cc" -g -O1 -fPIC -shared $san -fsanitize=fuzzer-no-link $inc \
+	fuzz/fuzz_plugin_so.c -o "$build/fuzz_plugin_so.so"
 
 status=0
 for t in "${targets[@]}"; do
