@@ -3,29 +3,9 @@
 # tests/test_cli.sh - the alloy command as a user runs it: exit codes,
 # help, configuration errors, JSON output.
 set -u
-ALLOY=${ALLOY:-./alloy}
-pass=0
-fail=0
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
-
-check() { # description, then a shell condition
-	desc=$1
-	shift
-	if eval "$@"; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		echo "FAIL: $desc"
-		echo "  stdout: $(head -c 600 "$out")"
-		echo "  stderr: $(head -c 600 "$err")"
-	fi
-}
-
-run() { # exit status of the alloy command, output in $out/$err
-	"$ALLOY" "$@" >"$out" 2>"$err"
-	echo $?
-}
+. "$(dirname "$0")/clitest.sh"
 
 rc=$(run --help)
 check "--help exits 0" '[ "$rc" = 0 ]'
@@ -69,5 +49,4 @@ check "bench --json prints the core ratios" \
 rc=$(run bench nosuch)
 check "bench of an unknown benchmark exits 2" '[ "$rc" = 2 ]'
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+clitest_done cli

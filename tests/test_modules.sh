@@ -6,25 +6,10 @@
 # out-of-tree example serves `alloy demo` through ALLOY_PLUGINS, and a
 # broken plugin is one clear line while the demo goes on.
 set -u
-ALLOY=${ALLOY:-./alloy}
-top=$(dirname "$ALLOY")
-pass=0
-fail=0
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
-
-check() { # description, then a shell condition
-	desc=$1
-	shift
-	if eval "$@"; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		echo "FAIL: $desc"
-		echo "  stdout: $(head -c 800 "$out")"
-		echo "  stderr: $(head -c 800 "$err")"
-	fi
-}
+. "$(dirname "$0")/clitest.sh"
+top=$(dirname "$ALLOY")
 
 have() { # module built?
 	[ -f "$top/.libs/alloy_$1.so" ]
@@ -35,8 +20,9 @@ for m in jemalloc mimalloc; do
 		echo "skipped: alloy_$m.so not built"
 		continue
 	fi
-	ALLOY_CONF=cpu:$m "$ALLOY" demo >"$out" 2>"$err"
-	check "cpu:$m demo exits 0" '[ $? -eq 0 ]'
+	rc=0
+	ALLOY_CONF=cpu:$m "$ALLOY" demo >"$out" 2>"$err" || rc=$?
+	check "cpu:$m demo exits 0" '[ $rc -eq 0 ]'
 	check "cpu:$m demo is served by $m" "grep -q 'served by \"$m\"' \"\$out\""
 	check "cpu:$m summary has a row for $m" \
 		"grep -E '^ *$m +cpu' \"\$out\" >/dev/null"
@@ -47,15 +33,17 @@ for m in jemalloc mimalloc; do
 done
 
 plugin=$top/examples/plugin/alloy_arena.so
-ALLOY_PLUGINS=$plugin ALLOY_CONF=cpu:arena "$ALLOY" demo >"$out" 2>"$err"
-check "example plugin demo exits 0" '[ $? -eq 0 ]'
+rc=0
+ALLOY_PLUGINS=$plugin ALLOY_CONF=cpu:arena "$ALLOY" demo >"$out" 2>"$err" || rc=$?
+check "example plugin demo exits 0" '[ $rc -eq 0 ]'
 check "example plugin serves the demo" "grep -q 'served by \"arena\"' \"\$out\""
 ALLOY_PLUGINS=$plugin "$ALLOY" list >"$out" 2>"$err"
 check "list shows the plugin path" "grep -q 'alloy_arena.so' \"\$out\""
 
+rc=0
 ALLOY_PLUGINS=/nonexistent/x.so:$plugin ALLOY_CONF=cpu:arena "$ALLOY" demo \
-	>"$out" 2>"$err"
-check "a missing plugin does not stop the demo" '[ $? -eq 0 ]'
+	>"$out" 2>"$err" || rc=$?
+check "a missing plugin does not stop the demo" '[ $rc -eq 0 ]'
 check "... which the next plugin still serves" "grep -q 'served by \"arena\"' \"\$out\""
 check "... and is one clear stderr line" \
 	"[ \$(wc -l <\"\$err\") -eq 1 ] && grep -q 'ALLOY_PLUGINS: .*/nonexistent/x.so: no such file' \"\$err\""
@@ -93,5 +81,4 @@ else
 	echo "skipped: late-load check (no jemalloc module or no python3)"
 fi
 
-echo "test_modules: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+clitest_done test_modules
