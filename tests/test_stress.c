@@ -273,7 +273,8 @@ static void *registrar(void *arg)
 static void *loader(void *arg)
 {
 	(void)arg;
-	while (!atomic_load(&stop)) {
+	/* At least one round, however soon the workers finish. */
+	do {
 		struct alloy_allocator *p;
 		struct alloy_data_ptr dp;
 
@@ -285,7 +286,7 @@ static void *loader(void *arg)
 		ck_assert_ok(alloy_plugin_unload(GOOD_PLUGIN));
 		atomic_fetch_add(&plugin_rounds, 1);
 		pause_briefly();
-	}
+	} while (!atomic_load(&stop));
 	return NULL;
 }
 
