@@ -7,7 +7,6 @@
 #include "tensorutil.h"
 
 struct counted_stats counted_stats;
-int fake_copies;
 
 static int counted_ctor(void *p, size_t n)
 {
@@ -62,43 +61,6 @@ const struct alloy_type_meta *counted_type(void)
 	if (!t)
 		ck_assert_ok(alloy_type_register(&m, &t));
 	return t;
-}
-
-static int fake_new(void *ctx, struct alloy_device dev, size_t nbytes,
-		    struct alloy_data_ptr *out)
-{
-	(void)ctx;
-	(void)dev;
-	return alloy_alloc_default(ALLOY_DEVICE_CPU, nbytes, 0, out);
-}
-
-static int fake_copy(void *ctx, size_t n, const void *src,
-		     struct alloy_device sd, void *dst, struct alloy_device dd,
-		     void *stream)
-{
-	(void)ctx;
-	(void)sd;
-	(void)dd;
-	(void)stream;
-	fake_copies++;
-	memmove(dst, src, n);
-	return 0;
-}
-
-void fake_device_register(int device_type)
-{
-	struct alloy_context_ops ops = {
-		.abi_major = ALLOY_ABI_MAJOR,
-		.struct_size = sizeof(ops),
-		.name = "fake",
-		.device_type = device_type,
-		.new_bytes = fake_new,
-		.copy_bytes = fake_copy,
-	};
-
-	if (alloy_has_context(device_type))
-		ck_assert_ok(alloy_unregister_context(device_type));
-	ck_assert_ok(alloy_register_context(&ops, NULL));
 }
 
 struct alloy_allocator *use_test_alloc(struct test_alloc *ta, const char *name)

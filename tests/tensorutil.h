@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/tensorutil.h - helpers of the tensor-layer suites: a non-POD
- * element type that counts its constructions, a fake device context, and
- * a test allocator made the CPU default.
+ * element type that counts its constructions and a test allocator made
+ * the CPU default (the fake device context is in testutil.h).
  */
 #ifndef ALLOY_TESTS_TENSORUTIL_H
 #define ALLOY_TESTS_TENSORUTIL_H
@@ -24,12 +24,6 @@ extern struct counted_stats counted_stats;
 
 /* The "counted" type, registered on first use in this (forked) test. */
 const struct alloy_type_meta *counted_type(void);
-
-/* Copies made by the fake device context's copy_bytes. */
-extern int fake_copies;
-
-/* Register a fake context for device_type whose memory is CPU memory. */
-void fake_device_register(int device_type);
 
 /* Register ta as name and make it the CPU default. */
 struct alloy_allocator *use_test_alloc(struct test_alloc *ta, const char *name);

@@ -67,40 +67,9 @@ START_TEST(missing_context_is_enodev)
 }
 END_TEST
 
-/* A fake device context, to check the table's routing of copies. */
-static int fake_copies;
-
-static int fake_new(void *ctx, struct alloy_device dev, size_t nbytes,
-		    struct alloy_data_ptr *out)
-{
-	(void)ctx;
-	(void)dev;
-	return alloy_alloc_default(ALLOY_DEVICE_CPU, nbytes, 0, out);
-}
-
-static int fake_copy(void *ctx, size_t n, const void *src,
-		     struct alloy_device sd, void *dst, struct alloy_device dd,
-		     void *stream)
-{
-	(void)ctx;
-	(void)sd;
-	(void)dd;
-	(void)stream;
-	fake_copies++;
-	memcpy(dst, src, n);
-	return 0;
-}
-
 START_TEST(device_context_routes_copies)
 {
-	struct alloy_context_ops ops = {
-		.abi_major = ALLOY_ABI_MAJOR,
-		.struct_size = sizeof(ops),
-		.name = "fake",
-		.device_type = ALLOY_DEVICE_CUDA_HOST,
-		.new_bytes = fake_new,
-		.copy_bytes = fake_copy,
-	};
+	struct alloy_context_ops ops = fake_context_ops(ALLOY_DEVICE_CUDA_HOST);
 	struct alloy_device host = { ALLOY_DEVICE_CUDA_HOST, 0 };
 	struct alloy_data_ptr dp;
 	char a[4] = "abc", b[4] = "";

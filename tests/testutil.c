@@ -94,6 +94,51 @@ struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
 	return a;
 }
 
+int fake_copies;
+
+static int fake_new(void *ctx, struct alloy_device dev, size_t nbytes,
+		    struct alloy_data_ptr *out)
+{
+	(void)ctx;
+	(void)dev;
+	return alloy_alloc_default(ALLOY_DEVICE_CPU, nbytes, 0, out);
+}
+
+static int fake_copy(void *ctx, size_t n, const void *src,
+		     struct alloy_device sd, void *dst, struct alloy_device dd,
+		     void *stream)
+{
+	(void)ctx;
+	(void)sd;
+	(void)dd;
+	(void)stream;
+	fake_copies++;
+	memmove(dst, src, n);
+	return 0;
+}
+
+struct alloy_context_ops fake_context_ops(int device_type)
+{
+	struct alloy_context_ops ops = {
+		.abi_major = ALLOY_ABI_MAJOR,
+		.struct_size = sizeof(ops),
+		.name = "fake",
+		.device_type = device_type,
+		.new_bytes = fake_new,
+		.copy_bytes = fake_copy,
+	};
+	return ops;
+}
+
+void fake_device_register(int device_type)
+{
+	struct alloy_context_ops ops = fake_context_ops(device_type);
+
+	if (alloy_has_context(device_type))
+		ck_assert_ok(alloy_unregister_context(device_type));
+	ck_assert_ok(alloy_register_context(&ops, NULL));
+}
+
 void test_set_conf(const char *conf)
 {
 	if (conf)

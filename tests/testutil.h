@@ -40,6 +40,15 @@ struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
 /* The ops a test allocator uses, to build variants from. */
 struct alloy_allocator_ops test_alloc_ops(const char *name);
 
+/* Copies made by the fake device context's copy_bytes. */
+extern int fake_copies;
+
+/* The ops of a fake context for device_type whose memory is CPU memory. */
+struct alloy_context_ops fake_context_ops(int device_type);
+
+/* Register that fake context, replacing any context of device_type. */
+void fake_device_register(int device_type);
+
 /* Set ALLOY_CONF for the library's first use in this (forked) test. */
 void test_set_conf(const char *conf);
 
