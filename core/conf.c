@@ -68,7 +68,7 @@ static const struct conf_key keys[] = {
 	{ "log", KEY_PATH, "", STR(log), NULL,
 	  "one line per allocation and free: stderr, stdout or a path" },
 	{ "trace", KEY_PATH, "", STR(trace), NULL,
-	  "binary-free event trace file (docs/TRACE-FORMAT.md)" },
+	  "event trace file (docs/TRACE-FORMAT.md)" },
 	{ "backtrace", KEY_BOOL, "false", VAL(backtrace), NULL,
 	  "record the allocation site of each block for the leak report" },
 	{ "keep_on_shrink", KEY_BOOL, "true", VAL(keep_on_shrink), NULL,
@@ -162,18 +162,6 @@ int alloy_parse_size(const char *s, uint64_t *out)
 	return -EINVAL;
 }
 
-static bool valid_allocator_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > ALLOY_NAME_MAX)
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_')
-			return false;
-	return true;
-}
-
 /* Store the value of key k parsed from text; 0 or a problem already told. */
 static int set_value(struct alloy__conf *c, const struct conf_key *k,
 		     const char *text, const char *item)
@@ -185,7 +173,7 @@ static int set_value(struct alloy__conf *c, const struct conf_key *k,
 
 	switch (k->type) {
 	case KEY_ALLOCATOR:
-		if (!valid_allocator_name(text))
+		if (!alloy_allocator_name_valid(text))
 			goto bad_name;
 		/* stored as a string, checked against the registry at init */
 		__attribute__((fallthrough));
@@ -291,7 +279,7 @@ static void add_option(struct alloy__conf *c, const char *key,
 	}
 	memcpy(o->allocator, key, nl);
 	o->allocator[nl] = '\0';
-	if (!valid_allocator_name(o->allocator)) {
+	if (!alloy_allocator_name_valid(o->allocator)) {
 		alloy__conf_add_error(c,
 				      "%s: \"%s\" is not an allocator name; ignored",
 				      item, o->allocator);

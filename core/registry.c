@@ -23,20 +23,13 @@ static unsigned long next_serial = 1;
 _Atomic(struct alloy_allocator *) alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
 #define defaults alloy__defaults
 
-static bool valid_name(const char *name)
+int alloy_allocator_name_valid(const char *name)
 {
-	size_t n = 0;
+	size_t n = name ? strlen(name) : 0;
 
-	if (!name || !*name)
-		return false;
-	for (const char *p = name; *p; p++, n++) {
-		char c = *p;
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_'))
-			return false;
-	}
-	return n <= ALLOY_NAME_MAX;
+	return n && n <= ALLOY_NAME_MAX &&
+	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			    "0123456789_") == n;
 }
 
 int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
@@ -56,7 +49,7 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 	ALLOY_ENFORCE(ops->struct_size % _Alignof(struct alloy_allocator_ops) == 0,
 		      -EINVAL, "ops struct_size %u is not a multiple of %zu",
 		      ops->struct_size, _Alignof(struct alloy_allocator_ops));
-	ALLOY_ENFORCE(valid_name(ops->name), -EINVAL,
+	ALLOY_ENFORCE(alloy_allocator_name_valid(ops->name), -EINVAL,
 		      "allocator name \"%s\" is not 1..%d characters of [A-Za-z0-9_]",
 		      ops->name ? ops->name : "(null)", ALLOY_NAME_MAX);
 	ALLOY_ENFORCE(ops->device_type >= 0 &&
@@ -243,7 +236,7 @@ struct alloy_allocator *alloy_request_allocator(const char *name)
 {
 	struct alloy_allocator *a = alloy_find_allocator(name);
 
-	if (a || !name || !valid_name(name))
+	if (a || !name || !alloy_allocator_name_valid(name))
 		return a;
 	if (alloy__module_request(name) == 0)
 		a = alloy_find_allocator(name);

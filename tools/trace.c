@@ -160,15 +160,6 @@ static int push(struct trace *tr, const struct trace_event *e)
 	return 0;
 }
 
-static bool valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n && n <= ALLOY_NAME_MAX &&
-	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-			 "0123456789_") == n;
-}
-
 static int parse_event(struct reader *r, struct trace *tr,
 		       struct blockmap *live, char *line)
 {
@@ -186,7 +177,7 @@ static int parse_event(struct reader *r, struct trace *tr,
 				r,
 				"expected \"%c T_NS THREAD BLOCK SIZE ALIGN ALLOCATOR DEVICE\", got \"%.60s\"",
 				e.op, line);
-		if (!valid_name(alloc))
+		if (!alloy_allocator_name_valid(alloc))
 			return fail(r, "bad allocator name \"%s\"", alloc);
 		if (!strchr(dev, ':'))
 			return fail(r, "bad device \"%s\" (want TYPE:INDEX)",

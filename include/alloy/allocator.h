@@ -158,6 +158,9 @@ struct alloy_data_ptr alloy_data_ptr_wrap(void *ptr, size_t size,
 /* The allocator that made dp, or NULL if it was wrapped memory. */
 struct alloy_allocator *alloy_data_ptr_allocator(const struct alloy_data_ptr *dp);
 
+/* Whether name is a valid allocator name: 1..ALLOY_NAME_MAX of [A-Za-z0-9_]. */
+int alloy_allocator_name_valid(const char *name);
+
 /* Accessors for a registered allocator. */
 const char *alloy_allocator_name(const struct alloy_allocator *a);
 int alloy_allocator_device_type(const struct alloy_allocator *a);
