@@ -53,13 +53,6 @@ static double framework_round(size_t size, long iters)
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int run_core(const struct bench_opts *opts)
 {
 	static const size_t sizes[] = { 64, 256, 1024, 4096, 16384, 65536,
@@ -87,10 +80,8 @@ static int run_core(const struct bench_opts *opts)
 			if (direct[r] < 0 || fw[r] < 0)
 				return -1;
 		}
-		qsort(direct, CHUNKS, sizeof(double), cmp_double);
-		qsort(fw, CHUNKS, sizeof(double), cmp_double);
-		median_direct = direct[CHUNKS / 2];
-		median_fw = fw[CHUNKS / 2];
+		median_direct = bench_median(direct, CHUNKS);
+		median_fw = bench_median(fw, CHUNKS);
 		ratio = median_fw / median_direct;
 		worst = ratio > worst ? ratio : worst;
 		snprintf(metric, sizeof(metric), "%zu B direct posix_memalign+free",
