@@ -48,9 +48,9 @@ long bench_iters(const struct bench_opts *opts, long n);
 double bench_median(double *v, size_t n);
 
 extern const struct bench bench_core;
+extern const struct bench bench_reporter;
 extern const struct bench bench_backends;
 extern const struct bench bench_tensor;
 extern const struct bench bench_cuda;
-extern const struct bench bench_reporter;
 
 #endif /* ALLOY_TOOLS_BENCH_H */

@@ -14,10 +14,10 @@
 
 static const struct bench *const benches[] = {
 	&bench_core,
+	&bench_reporter,
 	&bench_backends,
 	&bench_tensor,
 	&bench_cuda,
-	&bench_reporter,
 };
 
 #define NBENCHES (sizeof(benches) / sizeof(benches[0]))
