@@ -162,6 +162,7 @@ struct alloy_allocator {
 	int index;             /* position in the table */
 	int counters;          /* first tcount slot */
 	unsigned long serial;  /* registration order */
+	uint64_t name_hash;    /* FNV-1a of name: the reporter's key */
 	char name[ALLOY_NAME_MAX + 1];
 	char origin[256];
 };
@@ -171,6 +172,9 @@ extern ALLOY_HIDDEN _Atomic(struct alloy_allocator *)
 
 /* Reserve the counters of every table entry; called once by init. */
 ALLOY_HIDDEN int alloy__registry_init(void);
+
+/* FNV-1a of a string (core/registry.c). */
+ALLOY_HIDDEN uint64_t alloy__hash_name(const char *s);
 
 /* Validate an ops struct as registration does; 0 or -EINVAL + message. */
 ALLOY_HIDDEN int alloy__check_ops(const struct alloy_allocator_ops *ops,

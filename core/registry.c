@@ -70,6 +70,15 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 	return 0;
 }
 
+uint64_t alloy__hash_name(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
 static struct alloy_allocator *find_locked(const char *name)
 {
 	for (int i = 0; i < ALLOY_MAX_ALLOCATORS; i++)
@@ -145,6 +154,7 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 	a->ctx = ctx;
 	a->index = (int)(a - table);
 	a->serial = next_serial++;
+	a->name_hash = alloy__hash_name(a->name);
 	for (int c = 0; c < ALLOY__C_COUNT; c++)
 		alloy__tcount_zero(a->counters + c);
 

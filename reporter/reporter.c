@@ -133,14 +133,22 @@ static int reporter_init(void)
 /* ---- entries ------------------------------------------------------- */
 
 /*
- * An allocator is known by its registration serial, not its table slot,
- * so one registered later in the same slot gets an entry of its own.
- * Serial 0 is "external" (note_alloc).  The top bit keeps keys non-zero.
+ * An allocator is known by its name (a hash of it, computed once at
+ * registration), so one unregistered and registered again keeps adding to
+ * the same row and the table fills only with distinct names.  Two names
+ * with the same hash bits are told apart by comparing the names.  The top
+ * bit keeps keys non-zero.
  */
-static uint64_t entry_key(unsigned long serial, struct alloy_device d)
+static uint64_t entry_key(uint64_t name_hash, struct alloy_device d)
 {
-	return (1ULL << 63) | ((uint64_t)serial << 24) |
+	return (1ULL << 63) | ((name_hash & ((1ULL << 39) - 1)) << 24) |
 	       ((uint64_t)(uint8_t)d.type << 16) | (uint16_t)d.index;
+}
+
+static bool entry_is(const struct rep_entry *e, uint64_t have, uint64_t key,
+		     const char *name)
+{
+	return have == key && !strcmp(e->name, name);
 }
 
 static struct rep_entry *entry_make(uint64_t key, const char *name,
@@ -154,7 +162,7 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 	     k < n; k++, i = (i + 1) % n) {
 		uint64_t have = atomic_load(&alloy__rep_entries[i].key);
 
-		if (have == key || !have) {
+		if (!have || entry_is(&alloy__rep_entries[i], have, key, name)) {
 			e = &alloy__rep_entries[i];
 			break;
 		}
@@ -176,11 +184,11 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 	return e;
 }
 
-/* The entry of (serial, device), made on first use; NULL when full. */
-static struct rep_entry *entry_find(unsigned long serial, const char *name,
+/* The entry of (name, device), made on first use; NULL when full. */
+static struct rep_entry *entry_find(uint64_t name_hash, const char *name,
 				    struct alloy_device d)
 {
-	uint64_t key = entry_key(serial, d);
+	uint64_t key = entry_key(name_hash, d);
 	size_t n = ALLOY_REPORTER_MAX_ENTRIES;
 
 	/* Same probe order as entry_make: the table only ever fills up. */
@@ -190,10 +198,10 @@ static struct rep_entry *entry_find(unsigned long serial, const char *name,
 		uint64_t have =
 			atomic_load_explicit(&e->key, memory_order_acquire);
 
-		if (have == key)
-			return e;
 		if (!have)
 			break;
+		if (entry_is(e, have, key, name))
+			return e;
 	}
 	return entry_make(key, name, d);
 }
@@ -205,18 +213,21 @@ static struct rep_entry *entry_find(unsigned long serial, const char *name,
  */
 static __thread struct {
 	uint64_t key;
+	const char *name;
 	struct rep_entry *e;
 } last_entry __attribute__((tls_model("initial-exec")));
 
 static inline struct rep_entry *
-entry_get(unsigned long serial, const char *name, struct alloy_device d)
+entry_get(uint64_t name_hash, const char *name, struct alloy_device d)
 {
-	uint64_t key = entry_key(serial, d);
+	uint64_t key = entry_key(name_hash, d);
 
-	if (likely(last_entry.key == key))
+	/* The name's address tells apart two names of the same hash bits. */
+	if (likely(last_entry.key == key && last_entry.name == name))
 		return last_entry.e;
-	last_entry.e = entry_find(serial, name, d);
+	last_entry.e = entry_find(name_hash, name, d);
 	last_entry.key = last_entry.e ? key : 0;
+	last_entry.name = name;
 	return last_entry.e;
 }
 
@@ -463,7 +474,7 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 static void hook_alloc(struct alloy_allocator *a,
 		       const struct alloy_data_ptr *dp)
 {
-	struct rep_entry *e = entry_get(a->serial, a->name, dp->device);
+	struct rep_entry *e = entry_get(a->name_hash, a->name, dp->device);
 
 	if (likely(e))
 		record_alloc(e, dp->ptr, dp->size, dp->align);
@@ -591,7 +602,7 @@ int alloy_reporter_note_alloc(const void *ptr, size_t size,
 		      size);
 	if (!atomic_load(&R.enabled))
 		return 0;
-	e = entry_get(0, "external", dev);
+	e = entry_get(alloy__hash_name("external"), "external", dev);
 	ALLOY_ENFORCE(e, -ENOSPC, "more than %d allocator/device pairs",
 		      ALLOY_REPORTER_MAX_ENTRIES);
 	record_alloc(e, ptr, size, 1);

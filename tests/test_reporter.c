@@ -563,6 +563,34 @@ START_TEST(event_log_has_one_line_per_event)
 }
 END_TEST
 
+/*
+ * Allocators that come and go under the same name keep one row, so many
+ * more registrations than rows never leave blocks untracked.
+ */
+START_TEST(re_registered_names_share_a_row)
+{
+	enum { ROUNDS = 3 * ALLOY_REPORTER_MAX_ENTRIES };
+	struct test_alloc ta;
+
+	ck_assert_ok(alloy_reporter_enable());
+	for (int i = 0; i < ROUNDS; i++) {
+		struct alloy_allocator *a = test_alloc_register(&ta, "t_again");
+		struct alloy_data_ptr dp;
+
+		ck_assert_ok(alloy_alloc(a, 100, 0, 0, &dp));
+		alloy_data_ptr_free(&dp);
+		ck_assert_ok(alloy_unregister_allocator("t_again"));
+	}
+	struct alloy_reporter_counts c = counts("t_again");
+
+	ck_assert_uint_eq(c.allocs, ROUNDS);
+	ck_assert_uint_eq(c.frees, ROUNDS);
+	ck_assert_uint_eq(c.total_bytes, 100 * ROUNDS);
+	ck_assert_uint_eq(c.current_bytes, 0);
+	ck_assert_uint_eq(snap.untracked_frees, 0);
+}
+END_TEST
+
 Suite *suite_reporter(void)
 {
 	Suite *s = suite_create("reporter");
@@ -578,6 +606,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, json_report_parses_back);
 	tcase_add_test(tc, text_report_names_leaks_and_sites);
 	tcase_add_test(tc, event_log_has_one_line_per_event);
+	tcase_add_test(tc, re_registered_names_share_a_row);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
