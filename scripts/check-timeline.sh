@@ -20,7 +20,7 @@ out=${1:-$(mktemp -d)}
 mkdir -p "$out"
 browser=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$browser" ]; then
-	echo "check-timeline: no chromium found (apt-get install chromium)" >&2
+	echo "check-timeline: no chromium found (bash scripts/deps.sh --timeline)" >&2
 	exit 77
 fi
 

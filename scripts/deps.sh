@@ -4,11 +4,15 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev)
-# Headless Chromium renders the timeline for scripts/check-timeline.sh;
-# ALLOY_DEPS_MINIMAL=1 leaves it out.
-[ -n "${ALLOY_DEPS_MINIMAL:-}" ] || pkgs+=(chromium)
-# CI's reliability stages: libFuzzer comes with clang; valgrind memcheck.
-[ "${1:-}" != "--ci" ] || pkgs+=(clang valgrind)
+# --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
+# --timeline: headless Chromium, for scripts/check-timeline.sh only.
+for arg in "$@"; do
+	case $arg in
+	--ci) pkgs+=(clang valgrind) ;;
+	--timeline) pkgs+=(chromium) ;;
+	*) echo "deps: unknown option $arg" >&2; exit 2 ;;
+	esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

@@ -33,4 +33,7 @@ if [ "$ci" = yes ]; then
 	run_suite build-asan --enable-sanitizers
 	# TSan on the threaded suites, valgrind, bounded fuzzing (issue 7).
 	bash scripts/reliability.sh
+	# The verdict of the test command itself comes last.
+	echo "=== the suite (scripts/test.sh):"
+	grep -h -E '^[0-9]+%: Checks' build/tests/runner.log
 fi
