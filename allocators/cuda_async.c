@@ -24,7 +24,7 @@ struct async_block {
 };
 
 struct cua {
-	struct alloy__cuda_base b; /* lock, src, ops, name */
+	struct alloy__cuda_base b;   /* lock, src, ops, name */
 	struct alloy__ptrmap blocks; /* address -> struct async_block */
 };
 
@@ -38,14 +38,16 @@ static void *async_alloc_async(void *ctx, size_t size, size_t align,
 	int rc;
 
 	if (unlikely(align > ASYNC_ALIGN)) {
-		alloy__error(-EINVAL, ca->b.name,
-			     "alignment %zu is above the %u bytes cudaMallocAsync gives",
-			     align, ASYNC_ALIGN);
+		alloy__error(
+			-EINVAL, ca->b.name,
+			"alignment %zu is above the %u bytes cudaMallocAsync gives",
+			align, ASYNC_ALIGN);
 		return NULL;
 	}
 	blk = calloc(1, sizeof(*blk));
 	if (!blk) {
-		alloy__error(-ENOMEM, ca->b.name, "no memory for a block record");
+		alloy__error(-ENOMEM, ca->b.name,
+			     "no memory for a block record");
 		return NULL;
 	}
 	if (ca->b.src.ops->dev_malloc_async(ca->b.src.ctx, device, size, stream,
@@ -61,11 +63,13 @@ static void *async_alloc_async(void *ctx, size_t size, size_t align,
 	if (rc) {
 		ca->b.src.ops->dev_free_async(ca->b.src.ctx, device, p, stream);
 		free(blk);
-		alloy__error(-ENOMEM, ca->b.name, "no memory for the block map");
+		alloy__error(-ENOMEM, ca->b.name,
+			     "no memory for the block map");
 		return NULL;
 	}
 	if (flags & ALLOY_ALLOC_ZERO)
-		ca->b.src.ops->dev_memset(ca->b.src.ctx, device, p, 0, size, stream);
+		ca->b.src.ops->dev_memset(ca->b.src.ctx, device, p, 0, size,
+					  stream);
 	return p;
 }
 
@@ -93,7 +97,8 @@ static void async_free_async(void *ctx, void *ptr, size_t size, size_t align,
 	if (stream && stream != blk->stream)
 		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, stream);
 	for (size_t i = 0; i < blk->uses.n; i++)
-		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, blk->uses.v[i]);
+		ca->b.src.ops->stream_synchronize(ca->b.src.ctx,
+						  blk->uses.v[i]);
 	ca->b.src.ops->dev_free_async(ca->b.src.ctx, blk->device, ptr,
 				      blk->stream);
 	alloy__ptrvec_free(&blk->uses);
@@ -116,8 +121,10 @@ static int async_record_stream(void *ctx, void *ptr, void *stream)
 	if (!blk)
 		rc = alloy__error(-EINVAL, ca->b.name,
 				  "record_stream: %p is not a live block", ptr);
-	else if (stream != blk->stream && alloy__ptrvec_add_unique(&blk->uses, stream))
-		rc = alloy__error(-ENOMEM, ca->b.name, "record_stream: no memory");
+	else if (stream != blk->stream &&
+		 alloy__ptrvec_add_unique(&blk->uses, stream))
+		rc = alloy__error(-ENOMEM, ca->b.name,
+				  "record_stream: no memory");
 	pthread_mutex_unlock(&ca->b.lock);
 	return rc;
 }

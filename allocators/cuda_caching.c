@@ -209,7 +209,8 @@ static const char *fmt_bytes(char *buf, size_t len, size_t n)
 
 static size_t fraction_limit(const struct cc *cc, size_t total)
 {
-	return cc->fraction >= 1.0 ? SIZE_MAX : (size_t)(cc->fraction * (double)total);
+	return cc->fraction >= 1.0 ? SIZE_MAX
+				   : (size_t)(cc->fraction * (double)total);
 }
 
 static struct cc_device *device_get(struct cc *cc, int device)
@@ -219,8 +220,9 @@ static struct cc_device *device_get(struct cc *cc, int device)
 	int rc;
 
 	if (unlikely(device < 0 || device >= CC_MAX_DEVICES)) {
-		alloy__error(-ENODEV, cc->b.name, "device %d out of range 0..%d",
-			     device, CC_MAX_DEVICES - 1);
+		alloy__error(-ENODEV, cc->b.name,
+			     "device %d out of range 0..%d", device,
+			     CC_MAX_DEVICES - 1);
 		return NULL;
 	}
 	d = &cc->dev[device];
@@ -232,15 +234,17 @@ static struct cc_device *device_get(struct cc *cc, int device)
 			return NULL;
 	}
 	if (device >= cc->ndevices) {
-		alloy__error(-ENODEV, cc->b.name, "device %d does not exist (%d devices)",
-			     device, cc->ndevices);
+		alloy__error(-ENODEV, cc->b.name,
+			     "device %d does not exist (%d devices)", device,
+			     cc->ndevices);
 		return NULL;
 	}
 	if (cc->b.src.ops->mem_info(cc->b.src.ctx, device, &fr, &total))
 		return NULL;
 	d->total = total;
 	d->limit = fraction_limit(cc, total);
-	d->st.max_split_size = cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
+	d->st.max_split_size =
+		cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
 	d->ready = true;
 	return d;
 }
@@ -260,10 +264,11 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 	if ((size_t)reserved + size > d->limit) {
 		char a[32], l[32];
 
-		*rc = alloy__error(-ENOMEM, cc->b.name,
-				   "a %s segment would pass the memory_fraction limit of %s",
-				   fmt_bytes(a, sizeof(a), size),
-				   fmt_bytes(l, sizeof(l), d->limit));
+		*rc = alloy__error(
+			-ENOMEM, cc->b.name,
+			"a %s segment would pass the memory_fraction limit of %s",
+			fmt_bytes(a, sizeof(a), size),
+			fmt_bytes(l, sizeof(l), d->limit));
 		return NULL;
 	}
 	seg = calloc(1, sizeof(*seg));
@@ -272,7 +277,8 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 		free(seg);
 		if (b)
 			put_block(cc, b);
-		*rc = alloy__error(-ENOMEM, cc->b.name, "no host memory for a segment record");
+		*rc = alloy__error(-ENOMEM, cc->b.name,
+				   "no host memory for a segment record");
 		return NULL;
 	}
 	*rc = cc->b.src.ops->dev_malloc(cc->b.src.ctx, device, size, &p);
@@ -454,12 +460,14 @@ static int insert_events(struct cc *cc, struct cc_block *b)
 		void *ev = NULL;
 
 		if (!e || get_event(cc, device, &ev) ||
-		    cc->b.src.ops->event_record(cc->b.src.ctx, ev, b->uses.v[i])) {
+		    cc->b.src.ops->event_record(cc->b.src.ctx, ev,
+						b->uses.v[i])) {
 			free(e);
 			if (ev)
 				put_event(cc, ev);
 			b->uses.n = 0;
-			cc->b.src.ops->device_synchronize(cc->b.src.ctx, device);
+			cc->b.src.ops->device_synchronize(cc->b.src.ctx,
+							  device);
 			return -EIO;
 		}
 		e->ev = ev;
@@ -512,7 +520,8 @@ static void garbage_collect(struct cc *cc, struct cc_device *d)
 			v[n++] = s;
 	qsort(v, n, sizeof(*v), by_age);
 	for (size_t i = 0; i < n; i++) {
-		if ((double)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current <= target)
+		if ((double)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current <=
+		    target)
 			break;
 		release_segment(cc, d, v[i]);
 	}
@@ -539,20 +548,22 @@ static void oom_message(struct cc *cc, struct cc_device *d, int device,
 	int64_t resv = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
 
 	cc->b.src.ops->mem_info(cc->b.src.ctx, device, &fr, &total);
-	alloy__error(-ENOMEM, cc->b.name,
-		     "out of memory: tried to allocate %s (segment %s) on device %d; "
-		     "device total %s, free %s; allocated %s, reserved but unallocated %s; "
-		     "largest free block %s%s",
-		     fmt_bytes(b[0], sizeof(b[0]), req),
-		     fmt_bytes(b[1], sizeof(b[1]), seg_size), device,
-		     fmt_bytes(b[2], sizeof(b[2]), total),
-		     fmt_bytes(b[3], sizeof(b[3]), fr),
-		     fmt_bytes(b[4], sizeof(b[4]), (size_t)alloc),
-		     fmt_bytes(b[5], sizeof(b[5]), (size_t)(resv - alloc)),
-		     fmt_bytes(b[6], sizeof(b[6]), largest_free(d)),
-		     resv > alloc ? " (if reserved but unallocated is large, "
-				    "set cuda_caching.max_split_size to limit fragmentation)" :
-				    "");
+	alloy__error(
+		-ENOMEM, cc->b.name,
+		"out of memory: tried to allocate %s (segment %s) on device %d; "
+		"device total %s, free %s; allocated %s, reserved but unallocated %s; "
+		"largest free block %s%s",
+		fmt_bytes(b[0], sizeof(b[0]), req),
+		fmt_bytes(b[1], sizeof(b[1]), seg_size), device,
+		fmt_bytes(b[2], sizeof(b[2]), total),
+		fmt_bytes(b[3], sizeof(b[3]), fr),
+		fmt_bytes(b[4], sizeof(b[4]), (size_t)alloc),
+		fmt_bytes(b[5], sizeof(b[5]), (size_t)(resv - alloc)),
+		fmt_bytes(b[6], sizeof(b[6]), largest_free(d)),
+		resv > alloc
+			? " (if reserved but unallocated is large, "
+			  "set cuda_caching.max_split_size to limit fragmentation)"
+			: "");
 }
 
 static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
@@ -575,14 +586,16 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 	/* Cached segments first: cheap, no waiting. */
 	d->st.num_alloc_retries++;
 	if (release_cached(cc, d))
-		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size, &rc);
+		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size,
+				  &rc);
 	if (b || rc != -ENOMEM)
 		return b;
 	/* Then wait for blocks held by other streams' work, and again. */
 	d->st.num_sync_all_streams++;
 	synchronize_events(cc);
 	if (release_cached(cc, d))
-		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size, &rc);
+		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size,
+				  &rc);
 	if (b || rc != -ENOMEM)
 		return b;
 	/* Last, free room in the other class of segments (see find_free). */
@@ -637,7 +650,8 @@ static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
 
 	if (cc_inactive_split(b)) {
 		alloy__cc_stat_add(d->st.inactive_split, sp, -1);
-		alloy__cc_stat_add(d->st.inactive_split_bytes, sp, -(int64_t)b->size);
+		alloy__cc_stat_add(d->st.inactive_split_bytes, sp,
+				   -(int64_t)b->size);
 	}
 	/*
 	 * The rest goes back to the free list, which needs room for it.
@@ -689,8 +703,8 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	b->requested = 0;
 }
 
-static void *cc_alloc_async(void *ctx, size_t req, size_t align,
-			    unsigned flags, void *stream)
+static void *cc_alloc_async(void *ctx, size_t req, size_t align, unsigned flags,
+			    void *stream)
 {
 	struct cc *cc = ctx;
 	int device = alloy_cuda_current_device();
@@ -700,13 +714,15 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 	int pool;
 
 	if (unlikely(align > CC_MIN_BLOCK)) {
-		alloy__error(-EINVAL, cc->b.name,
-			     "alignment %zu is above the %u bytes every block has",
-			     align, CC_MIN_BLOCK);
+		alloy__error(
+			-EINVAL, cc->b.name,
+			"alignment %zu is above the %u bytes every block has",
+			align, CC_MIN_BLOCK);
 		return NULL;
 	}
 	if (unlikely(req > SIZE_MAX / 2)) {
-		alloy__error(-EOVERFLOW, cc->b.name, "size %zu is too large", req);
+		alloy__error(-EOVERFLOW, cc->b.name, "size %zu is too large",
+			     req);
 		return NULL;
 	}
 	pthread_mutex_lock(&cc->b.lock);
@@ -729,8 +745,10 @@ static void *cc_alloc_async(void *ctx, size_t req, size_t align,
 		if (pool_reserve(&d->pools[b->seg->pool]) == 0)
 			free_block(cc, d, b);
 		else
-			b->state = CC_PENDING; /* out of the cache, see free_ptr */
-		alloy__error(-ENOMEM, cc->b.name, "no host memory for the block map");
+			b->state =
+				CC_PENDING; /* out of the cache, see free_ptr */
+		alloy__error(-ENOMEM, cc->b.name,
+			     "no host memory for the block map");
 		b = NULL;
 	}
 out_unlock:
@@ -738,14 +756,15 @@ out_unlock:
 	if (!b)
 		return NULL;
 	if (flags & ALLOY_ALLOC_ZERO)
-		cc->b.src.ops->dev_memset(cc->b.src.ctx, device, (void *)b->ptr, 0, req,
-					stream);
+		cc->b.src.ops->dev_memset(cc->b.src.ctx, device, (void *)b->ptr,
+					  0, req, stream);
 	return (void *)b->ptr;
 }
 
 static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
-	return cc_alloc_async(ctx, size, align, flags, alloy_cuda_current_stream());
+	return cc_alloc_async(ctx, size, align, flags,
+			      alloy_cuda_current_stream());
 }
 
 /* Return ptr; used_on is a stream it was used on (has_stream), if any. */
@@ -758,8 +777,8 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 	b = alloy__ptrmap_take(&cc->live, ptr);
 	if (unlikely(!b)) {
 		pthread_mutex_unlock(&cc->b.lock);
-		alloy__error(-EINVAL, cc->b.name, "%p was not allocated here (double free?)",
-			     ptr);
+		alloy__error(-EINVAL, cc->b.name,
+			     "%p was not allocated here (double free?)", ptr);
 		return;
 	}
 	d = &cc->dev[b->seg->device];
@@ -771,7 +790,8 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 	if (b->uses.n && insert_events(cc, b) == 0 && b->event_count) {
 		b->state = CC_PENDING;
 	} else if (b->event_count) {
-		/* Synchronised after a failed record: what was recorded is done. */
+		/* Synchronised after a failed record: what was recorded is
+		 * done. */
 		b->state = CC_PENDING;
 		process_events(cc);
 	} else if (likely(pool_reserve(&d->pools[b->seg->pool]) == 0)) {
@@ -782,7 +802,8 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 		 * cache (reserved, never reused) rather than corrupt it.
 		 */
 		b->state = CC_PENDING;
-		alloy__error(-ENOMEM, cc->b.name, "no host memory to cache %p", ptr);
+		alloy__error(-ENOMEM, cc->b.name, "no host memory to cache %p",
+			     ptr);
 	}
 	pthread_mutex_unlock(&cc->b.lock);
 }
@@ -807,11 +828,14 @@ static int cc_record_stream(void *ctx, void *ptr, void *stream)
 	pthread_mutex_lock(&cc->b.lock);
 	b = alloy__ptrmap_get(&cc->live, ptr);
 	if (!b)
-		rc = alloy__error(-EINVAL, cc->b.name,
-				  "record_stream: %p is not a live block of this allocator",
-				  ptr);
-	else if (stream != b->seg->stream && alloy__ptrvec_add_unique(&b->uses, stream))
-		rc = alloy__error(-ENOMEM, cc->b.name, "record_stream: no host memory");
+		rc = alloy__error(
+			-EINVAL, cc->b.name,
+			"record_stream: %p is not a live block of this allocator",
+			ptr);
+	else if (stream != b->seg->stream &&
+		 alloy__ptrvec_add_unique(&b->uses, stream))
+		rc = alloy__error(-ENOMEM, cc->b.name,
+				  "record_stream: no host memory");
 	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
 }
@@ -858,8 +882,8 @@ static int parse_fraction(const char *name, const char *key, const char *value,
 
 	if (end == value || *end || !(v > 0) || v > 1 || (!one_ok && v >= 1))
 		return alloy__error(-ERANGE, name,
-				    "%s \"%s\" must be a number in (0, 1%c", key,
-				    value, one_ok ? ']' : ')');
+				    "%s \"%s\" must be a number in (0, 1%c",
+				    key, value, one_ok ? ']' : ')');
 	*out = v;
 	return 0;
 }
@@ -874,35 +898,42 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 	if (!strcmp(key, "max_split_size")) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n <= CC_LARGE_BUFFER)
-			rc = alloy__error(-ERANGE, cc->b.name,
-					  "max_split_size \"%s\" must be a size above 20M (or \"unlimited\")",
-					  value);
+			rc = alloy__error(
+				-ERANGE, cc->b.name,
+				"max_split_size \"%s\" must be a size above 20M (or \"unlimited\")",
+				value);
 		else
-			cc->max_split_size = n >= SIZE_MAX ? SIZE_MAX : (size_t)n;
+			cc->max_split_size =
+				n >= SIZE_MAX ? SIZE_MAX : (size_t)n;
 	} else if (!strcmp(key, "roundup_power2_divisions")) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n > 1024 || (n & (n - 1)))
-			rc = alloy__error(-ERANGE, cc->b.name,
-					  "roundup_power2_divisions \"%s\" must be 0 or a power of two up to 1024",
-					  value);
+			rc = alloy__error(
+				-ERANGE, cc->b.name,
+				"roundup_power2_divisions \"%s\" must be 0 or a power of two up to 1024",
+				value);
 		else
 			cc->divisions = (unsigned)n;
 	} else if (!strcmp(key, "garbage_collection_threshold")) {
-		rc = parse_fraction(cc->b.name, key, value, false, &cc->gc_threshold);
+		rc = parse_fraction(cc->b.name, key, value, false,
+				    &cc->gc_threshold);
 	} else if (!strcmp(key, "memory_fraction")) {
-		rc = parse_fraction(cc->b.name, key, value, true, &cc->fraction);
+		rc = parse_fraction(cc->b.name, key, value, true,
+				    &cc->fraction);
 	} else if (!strcmp(key, "capacity") && cc->sim) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n >= SIZE_MAX)
 			rc = alloy__error(-ERANGE, cc->b.name,
-					  "capacity \"%s\" must be a size", value);
+					  "capacity \"%s\" must be a size",
+					  value);
 		else
 			alloy_cuda_sim_set_capacity(cc->sim, (size_t)n);
 	} else {
-		rc = alloy__error(-EINVAL, cc->b.name,
-				  "unknown option \"%s\" (max_split_size, roundup_power2_divisions, "
-				  "garbage_collection_threshold, memory_fraction%s)",
-				  key, cc->sim ? ", capacity" : "");
+		rc = alloy__error(
+			-EINVAL, cc->b.name,
+			"unknown option \"%s\" (max_split_size, roundup_power2_divisions, "
+			"garbage_collection_threshold, memory_fraction%s)",
+			key, cc->sim ? ", capacity" : "");
 	}
 	/* Devices already in use follow the new limits. */
 	for (int i = 0; !rc && i < CC_MAX_DEVICES; i++) {
@@ -913,11 +944,12 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 		if (cc->sim) {
 			size_t fr;
 
-			cc->b.src.ops->mem_info(cc->b.src.ctx, i, &fr, &d->total);
+			cc->b.src.ops->mem_info(cc->b.src.ctx, i, &fr,
+						&d->total);
 		}
 		d->limit = fraction_limit(cc, d->total);
-		d->st.max_split_size = cc->max_split_size == SIZE_MAX ? 0 :
-								       cc->max_split_size;
+		d->st.max_split_size =
+			cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
 	}
 	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
@@ -949,8 +981,8 @@ static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 	device = b ? b->seg->device : 0;
 	pthread_mutex_unlock(&cc->b.lock);
 	if (!b) {
-		alloy__error(-EINVAL, cc->b.name, "realloc: %p is not a live block",
-			     ptr);
+		alloy__error(-EINVAL, cc->b.name,
+			     "realloc: %p is not a live block", ptr);
 		return NULL;
 	}
 	p = cc_alloc_async(ctx, new_size, align, 0, stream);
@@ -1002,7 +1034,8 @@ int alloy__cuda_caching_new(const struct alloy__devsrc *src, const char *name,
 			    const struct alloy_allocator_ops **ops, void **ctx)
 {
 	struct cc *cc;
-	int rc = alloy__cuda_base_new(sizeof(*cc), src, name, &cc_template, ops, ctx);
+	int rc = alloy__cuda_base_new(sizeof(*cc), src, name, &cc_template, ops,
+				      ctx);
 
 	if (rc)
 		return rc;

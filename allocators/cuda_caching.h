@@ -14,13 +14,13 @@
 #include "allocators/devsrc.h"
 #include "allocators/ptrmap.h"
 
-#define CC_MAX_DEVICES 16
-#define CC_MIN_BLOCK 512u                /* every size rounds to this */
-#define CC_SMALL_SIZE (1u << 20)         /* largest small-pool block */
-#define CC_SMALL_BUFFER (2u << 20)       /* small-pool segment */
-#define CC_LARGE_BUFFER (20u << 20)      /* large-pool segment below ... */
-#define CC_MIN_LARGE_ALLOC (10u << 20)   /* ... requests of this size */
-#define CC_ROUND_LARGE (2u << 20)        /* larger segments round to this */
+#define CC_MAX_DEVICES	   16
+#define CC_MIN_BLOCK	   512u	       /* every size rounds to this */
+#define CC_SMALL_SIZE	   (1u << 20)  /* largest small-pool block */
+#define CC_SMALL_BUFFER	   (2u << 20)  /* small-pool segment */
+#define CC_LARGE_BUFFER	   (20u << 20) /* large-pool segment below ... */
+#define CC_MIN_LARGE_ALLOC (10u << 20) /* ... requests of this size */
+#define CC_ROUND_LARGE	   (2u << 20)  /* larger segments round to this */
 
 enum cc_state { CC_FREE = 0, CC_ALLOCATED, CC_PENDING };
 enum cc_pool_id { CC_SMALL = 0, CC_LARGE = 1 };
@@ -31,12 +31,12 @@ struct cc_block {
 	struct cc_segment *seg;
 	struct cc_block *prev, *next; /* neighbours in the segment */
 	uintptr_t ptr;
-	size_t size;      /* bytes it occupies (rounded) */
+	size_t size;	  /* bytes it occupies (rounded) */
 	size_t requested; /* bytes the user asked for (while allocated) */
-	int state;        /* enum cc_state */
+	int state;	  /* enum cc_state */
 	int event_count;  /* outstanding events before it may be reused */
 	struct alloy__ptrvec uses; /* other streams it was used on */
-	uint64_t freed_tick; /* when it became free: the GC's age */
+	uint64_t freed_tick;	   /* when it became free: the GC's age */
 };
 
 struct cc_segment {
@@ -58,8 +58,8 @@ struct cc_pool {
 
 struct cc_device {
 	bool ready;
-	size_t total;  /* device memory, from the source */
-	size_t limit;  /* most bytes reserved (memory_fraction) */
+	size_t total; /* device memory, from the source */
+	size_t limit; /* most bytes reserved (memory_fraction) */
 	struct cc_pool pools[2];
 	struct cc_segment *segments;
 	struct alloy_cuda_stats st;
@@ -73,7 +73,7 @@ struct cc_event {
 };
 
 struct cc {
-	struct alloy__cuda_base b; /* lock, src, ops, name */
+	struct alloy__cuda_base b;  /* lock, src, ops, name */
 	struct alloy_cuda_sim *sim; /* when src is simulated */
 	int ndevices;
 
@@ -84,9 +84,9 @@ struct cc {
 	double fraction;       /* memory_fraction; 1 = all */
 
 	struct cc_device dev[CC_MAX_DEVICES];
-	struct alloy__ptrmap live; /* allocated blocks by address */
+	struct alloy__ptrmap live;	       /* allocated blocks by address */
 	struct cc_event *events, *events_tail; /* oldest first */
-	struct alloy__ptrvec spare_events; /* done events, for reuse */
+	struct alloy__ptrvec spare_events;     /* done events, for reuse */
 	struct cc_block *spare_blocks; /* block records to reuse, via next */
 	uint64_t tick;
 };
@@ -115,7 +115,8 @@ static inline void alloy__cc_stat_add(struct alloy_cuda_stat *s, int pool,
 	alloy__cc_stat_add1(&s[pool], delta);
 }
 
-ALLOY_HIDDEN int alloy__cc_stats_op(void *ctx, struct alloy_allocator_stats *st);
+ALLOY_HIDDEN int alloy__cc_stats_op(void *ctx,
+				    struct alloy_allocator_stats *st);
 ALLOY_HIDDEN int alloy__cc_snapshot_op(void *ctx,
 				       void (*write)(void *arg, const char *s),
 				       void *arg);

@@ -55,13 +55,14 @@ int alloy_cuda_caching_stats(struct alloy_allocator *a, int device,
 	ALLOY_ENFORCE(st->size >= 2 * sizeof(uint32_t), -EINVAL,
 		      "stats header size %u is too small", st->size);
 	ALLOY_ENFORCE(device >= 0 && device < CC_MAX_DEVICES, -ENODEV,
-		      "device %d out of range 0..%d", device, CC_MAX_DEVICES - 1);
+		      "device %d out of range 0..%d", device,
+		      CC_MAX_DEVICES - 1);
 	n = st->size < sizeof(mine) ? st->size : sizeof(mine);
 	pthread_mutex_lock(&cc->b.lock);
 	mine = cc->dev[device].st;
 	if (!cc->dev[device].ready)
-		mine.max_split_size = cc->max_split_size == SIZE_MAX ? 0 :
-								       cc->max_split_size;
+		mine.max_split_size =
+			cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
 	pthread_mutex_unlock(&cc->b.lock);
 	mine.size = (uint32_t)n;
 	mine.version = ALLOY_CUDA_STATS_VERSION;
@@ -83,7 +84,8 @@ int alloy_cuda_caching_reset_peaks(struct alloy_allocator *a, int device)
 	if (!cc)
 		return -EINVAL;
 	ALLOY_ENFORCE(device >= 0 && device < CC_MAX_DEVICES, -ENODEV,
-		      "device %d out of range 0..%d", device, CC_MAX_DEVICES - 1);
+		      "device %d out of range 0..%d", device,
+		      CC_MAX_DEVICES - 1);
 	pthread_mutex_lock(&cc->b.lock);
 	s = &cc->dev[device].st;
 	reset_peak(s->allocation, ALLOY_CUDA_POOL_COUNT);
@@ -125,7 +127,8 @@ static int block_state(const struct cc_block *b)
 
 /* Walk the blocks of one device; the lock is held. */
 static int walk_device(struct cc *cc, int device,
-		       int (*fn)(const struct alloy_cuda_block_info *b, void *arg),
+		       int (*fn)(const struct alloy_cuda_block_info *b,
+				 void *arg),
 		       void *arg)
 {
 	struct cc_segment **v, *s;
@@ -164,10 +167,9 @@ static int walk_device(struct cc *cc, int device,
 	return rc;
 }
 
-int alloy_cuda_caching_foreach_block(struct alloy_allocator *a,
-				     int (*fn)(const struct alloy_cuda_block_info *b,
-					       void *arg),
-				     void *arg)
+int alloy_cuda_caching_foreach_block(
+	struct alloy_allocator *a,
+	int (*fn)(const struct alloy_cuda_block_info *b, void *arg), void *arg)
 {
 	struct cc *cc = alloy__cc_of(a);
 	int rc = 0;
@@ -214,8 +216,8 @@ static const char *const state_names[] = {
 
 static void segment_close(struct jw *w)
 {
-	jprintf(w, "],\"allocated_size\":%zu,\"active_size\":%zu}", w->seg_alloc,
-		w->seg_active);
+	jprintf(w, "],\"allocated_size\":%zu,\"active_size\":%zu}",
+		w->seg_alloc, w->seg_active);
 }
 
 static int json_block(const struct alloy_cuda_block_info *b, void *arg)
@@ -227,16 +229,19 @@ static int json_block(const struct alloy_cuda_block_info *b, void *arg)
 			segment_close(w);
 		jprintf(w,
 			"%s{\"address\":%" PRIuPTR ",\"total_size\":%zu,"
-			"\"stream\":%" PRIuPTR ",\"segment_type\":\"%s\",\"blocks\":[",
+			"\"stream\":%" PRIuPTR
+			",\"segment_type\":\"%s\",\"blocks\":[",
 			w->first_block ? "" : ",", b->segment, b->segment_size,
 			(uintptr_t)b->stream,
 			b->pool == ALLOY_CUDA_POOL_SMALL ? "small" : "large");
 		w->seg_alloc = w->seg_active = 0;
 	}
-	jprintf(w, "%s{\"address\":%" PRIuPTR ",\"size\":%zu,\"requested_size\":%zu,"
+	jprintf(w,
+		"%s{\"address\":%" PRIuPTR
+		",\"size\":%zu,\"requested_size\":%zu,"
 		"\"state\":\"%s\"}",
-		b->segment_start ? "" : ",", b->address, b->size, b->requested_size,
-		state_names[b->state]);
+		b->segment_start ? "" : ",", b->address, b->size,
+		b->requested_size, state_names[b->state]);
 	if (b->state == ALLOY_CUDA_BLOCK_ACTIVE_ALLOCATED)
 		w->seg_alloc += b->size;
 	if (b->state != ALLOY_CUDA_BLOCK_INACTIVE)
@@ -248,7 +253,8 @@ static int json_block(const struct alloy_cuda_block_info *b, void *arg)
 static void json_stat(struct jw *w, const char *name,
 		      const struct alloy_cuda_stat *s, bool comma)
 {
-	jprintf(w, "\"%s\":{\"current\":%" PRId64 ",\"peak\":%" PRId64
+	jprintf(w,
+		"\"%s\":{\"current\":%" PRId64 ",\"peak\":%" PRId64
 		",\"allocated\":%" PRId64 ",\"freed\":%" PRId64 "}%s",
 		name, s->current, s->peak, s->allocated, s->freed,
 		comma ? "," : "");
@@ -256,13 +262,14 @@ static void json_stat(struct jw *w, const char *name,
 
 static void json_stats(struct jw *w, const struct alloy_cuda_stats *s)
 {
-	static const char *const pools[] = { "all", "small_pool", "large_pool" };
+	static const char *const pools[] = { "all", "small_pool",
+					     "large_pool" };
 	char name[64];
 
 	w->write(w->arg, "\"stats\":{");
 	for (int p = 0; p < ALLOY_CUDA_POOL_COUNT; p++) {
-#define STAT(field)                                                           \
-	snprintf(name, sizeof(name), #field ".%s", pools[p]);                \
+#define STAT(field)                                           \
+	snprintf(name, sizeof(name), #field ".%s", pools[p]); \
 	json_stat(w, name, &s->field[p], true);
 		STAT(allocation)
 		STAT(segment)
@@ -277,9 +284,11 @@ static void json_stats(struct jw *w, const struct alloy_cuda_stats *s)
 	}
 	json_stat(w, "oversize_allocations", &s->oversize_allocations, true);
 	json_stat(w, "oversize_segments", &s->oversize_segments, true);
-	jprintf(w, "\"num_alloc_retries\":%" PRIu64 ",\"num_ooms\":%" PRIu64
-		",\"num_sync_all_streams\":%" PRIu64 ",\"num_device_alloc\":%" PRIu64
-		",\"num_device_free\":%" PRIu64 ",\"max_split_size\":%" PRIu64 "}",
+	jprintf(w,
+		"\"num_alloc_retries\":%" PRIu64 ",\"num_ooms\":%" PRIu64
+		",\"num_sync_all_streams\":%" PRIu64
+		",\"num_device_alloc\":%" PRIu64 ",\"num_device_free\":%" PRIu64
+		",\"max_split_size\":%" PRIu64 "}",
 		s->num_alloc_retries, s->num_ooms, s->num_sync_all_streams,
 		s->num_device_alloc, s->num_device_free, s->max_split_size);
 }

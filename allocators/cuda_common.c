@@ -16,16 +16,18 @@
 
 /* The built-in simulator: 16 GiB, never touched until used (MAP_NORESERVE). */
 #define SIM_BUILTIN_CAPACITY ((size_t)16 << 30)
-#define CUDA_MAX_DEVICES 16
+#define CUDA_MAX_DEVICES     16
 
-/* liballoy is never dlopen'ed late: the cheap TLS model is safe (as in core). */
+/* liballoy is never dlopen'ed late: the cheap TLS model is safe (as in core).
+ */
 static __thread int cur_device __attribute__((tls_model("initial-exec")));
 static __thread void *cur_stream __attribute__((tls_model("initial-exec")));
 
 int alloy_cuda_set_device(int device)
 {
 	ALLOY_ENFORCE(device >= 0 && device < CUDA_MAX_DEVICES, -ENODEV,
-		      "device %d out of range 0..%d", device, CUDA_MAX_DEVICES - 1);
+		      "device %d out of range 0..%d", device,
+		      CUDA_MAX_DEVICES - 1);
 	cur_device = device;
 	return 0;
 }
@@ -58,7 +60,8 @@ int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream)
 		      dp->ptr);
 	ops = alloy_allocator_ops(a);
 	ALLOY_ENFORCE(ops->record_stream, -ENOTSUP,
-		      "allocator \"%s\" has no record_stream", alloy_allocator_name(a));
+		      "allocator \"%s\" has no record_stream",
+		      alloy_allocator_name(a));
 	return ops->record_stream(alloy_allocator_ctx(a), dp->ptr, stream);
 }
 
@@ -87,8 +90,8 @@ static struct alloy__cuda_base *runtime_reuse(const char *name, size_t size,
 		    !alloy_find_allocator(name)) {
 			b = runtime_ctx[i].b;
 		} else if (!runtime_ctx[i].b && fresh) {
-			snprintf(runtime_ctx[i].name, sizeof(runtime_ctx[i].name),
-				 "%s", name);
+			snprintf(runtime_ctx[i].name,
+				 sizeof(runtime_ctx[i].name), "%s", name);
 			runtime_ctx[i].size = size;
 			runtime_ctx[i].b = fresh;
 			b = fresh;
@@ -99,7 +102,8 @@ static struct alloy__cuda_base *runtime_reuse(const char *name, size_t size,
 }
 
 int alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
-			 const char *name, const struct alloy_allocator_ops *tmpl,
+			 const char *name,
+			 const struct alloy_allocator_ops *tmpl,
 			 const struct alloy_allocator_ops **ops, void **ctx)
 {
 	bool runtime = src && !strcmp(src->ops->name, "cuda");
@@ -114,7 +118,8 @@ int alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
 		memset(b, 0, size); /* never registered, or unregistered */
 	} else {
 		b = calloc(1, size);
-		ALLOY_ENFORCE(b, -ENOMEM, "no memory for allocator \"%s\"", name);
+		ALLOY_ENFORCE(b, -ENOMEM, "no memory for allocator \"%s\"",
+			      name);
 		if (runtime)
 			runtime_reuse(name, size, b);
 	}
@@ -128,7 +133,8 @@ int alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
 	return 0;
 }
 
-/* ---- allocators on simulators --------------------------------------------- */
+/* ---- allocators on simulators ---------------------------------------------
+ */
 
 static pthread_mutex_t sims_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -137,10 +143,11 @@ static struct {
 } sims[ALLOY_MAX_ALLOCATORS];
 static struct alloy_cuda_sim *builtin_sim;
 
-static int register_on_sim(struct alloy_cuda_sim *sim, const char *name,
-			   int (*make)(const struct alloy__devsrc *, const char *,
-				       const struct alloy_allocator_ops **, void **),
-			   struct alloy_allocator **out)
+static int
+register_on_sim(struct alloy_cuda_sim *sim, const char *name,
+		int (*make)(const struct alloy__devsrc *, const char *,
+			    const struct alloy_allocator_ops **, void **),
+		struct alloy_allocator **out)
 {
 	struct alloy__devsrc src;
 	const struct alloy_allocator_ops *ops;
@@ -171,7 +178,8 @@ static int register_on_sim(struct alloy_cuda_sim *sim, const char *name,
 	return 0;
 }
 
-int alloy_cuda_caching_register_sim(struct alloy_cuda_sim *sim, const char *name,
+int alloy_cuda_caching_register_sim(struct alloy_cuda_sim *sim,
+				    const char *name,
 				    struct alloy_allocator **out)
 {
 	return register_on_sim(sim, name, alloy__cuda_caching_new, out);
@@ -240,8 +248,10 @@ int alloy__register_cuda_sim_allocators(void)
 		if (rc)
 			return rc;
 	}
-	rc = alloy_cuda_caching_register_sim(builtin_sim, "cuda_caching_sim", NULL);
+	rc = alloy_cuda_caching_register_sim(builtin_sim, "cuda_caching_sim",
+					     NULL);
 	if (!rc)
-		rc = alloy_cuda_host_register_sim(builtin_sim, "cuda_host_sim", NULL);
+		rc = alloy_cuda_host_register_sim(builtin_sim, "cuda_host_sim",
+						  NULL);
 	return rc;
 }

@@ -21,7 +21,7 @@
 #include "allocators/ptrmap.h"
 
 #define CH_MIN_BLOCK 512u
-#define CH_BINS 64
+#define CH_BINS	     64
 
 enum ch_state { CH_FREE = 0, CH_ALLOCATED, CH_PENDING };
 
@@ -30,11 +30,11 @@ struct ch_block {
 	size_t size; /* a power of two */
 	int state;
 	struct alloy__ptrvec events; /* recorded by its users, not yet done */
-	struct ch_block *next; /* in a free list or the pending list */
+	struct ch_block *next;	     /* in a free list or the pending list */
 };
 
 struct ch {
-	struct alloy__cuda_base b; /* lock, src, ops, name */
+	struct alloy__cuda_base b;   /* lock, src, ops, name */
 	struct alloy__ptrmap blocks; /* every block it holds, by address */
 	struct ch_block *bins[CH_BINS];
 	struct ch_block *pending;
@@ -60,7 +60,8 @@ static bool events_done(struct ch *ch, struct ch_block *b)
 	size_t keep = 0;
 
 	for (size_t i = 0; i < b->events.n; i++) {
-		if (ch->b.src.ops->event_query(ch->b.src.ctx, b->events.v[i]) == 1)
+		if (ch->b.src.ops->event_query(ch->b.src.ctx, b->events.v[i]) ==
+		    1)
 			put_event(ch, b->events.v[i]);
 		else
 			b->events.v[keep++] = b->events.v[i];
@@ -122,7 +123,8 @@ static struct ch_block *new_block(struct ch *ch, size_t size)
 	int rc;
 
 	if (!b) {
-		alloy__error(-ENOMEM, ch->b.name, "no memory for a block record");
+		alloy__error(-ENOMEM, ch->b.name,
+			     "no memory for a block record");
 		return NULL;
 	}
 	rc = ch->b.src.ops->host_malloc(ch->b.src.ctx, size, &b->ptr);
@@ -131,7 +133,8 @@ static struct ch_block *new_block(struct ch *ch, size_t size)
 	if (rc || alloy__ptrmap_put(&ch->blocks, b->ptr, b)) {
 		if (!rc) {
 			ch->b.src.ops->host_free(ch->b.src.ctx, b->ptr);
-			alloy__error(-ENOMEM, ch->b.name, "no memory for the block map");
+			alloy__error(-ENOMEM, ch->b.name,
+				     "no memory for the block map");
 		}
 		free(b);
 		return NULL;
@@ -152,9 +155,10 @@ static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	int bin;
 
 	if (unlikely(align > CH_MIN_BLOCK || size > ((size_t)1 << 62))) {
-		alloy__error(-EINVAL, ch->b.name,
-			     "size %zu / alignment %zu beyond what pinned blocks give",
-			     size, align);
+		alloy__error(
+			-EINVAL, ch->b.name,
+			"size %zu / alignment %zu beyond what pinned blocks give",
+			size, align);
 		return NULL;
 	}
 	while (rounded < size)
@@ -193,7 +197,8 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 	if (unlikely(!b || b->state != CH_ALLOCATED)) {
 		pthread_mutex_unlock(&ch->b.lock);
 		alloy__error(-EINVAL, ch->b.name,
-			     "%p is not a live pinned block (double free?)", ptr);
+			     "%p is not a live pinned block (double free?)",
+			     ptr);
 		return;
 	}
 	ch->allocated -= b->size;
@@ -217,8 +222,9 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 	pthread_mutex_lock(&ch->b.lock);
 	b = alloy__ptrmap_get(&ch->blocks, ptr);
 	if (!b || b->state != CH_ALLOCATED) {
-		rc = alloy__error(-EINVAL, ch->b.name,
-				  "record_stream: %p is not a live pinned block", ptr);
+		rc = alloy__error(
+			-EINVAL, ch->b.name,
+			"record_stream: %p is not a live pinned block", ptr);
 		goto out_unlock;
 	}
 	if (ch->spare_events.n)
@@ -227,7 +233,8 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 		goto out_unlock;
 	rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev, stream);
 	if (!rc && alloy__ptrvec_push(&b->events, ev))
-		rc = alloy__error(-ENOMEM, ch->b.name, "record_stream: no memory");
+		rc = alloy__error(-ENOMEM, ch->b.name,
+				  "record_stream: no memory");
 	if (rc)
 		put_event(ch, ev);
 out_unlock:
@@ -299,5 +306,6 @@ static const struct alloy_allocator_ops ch_template = {
 int alloy__cuda_host_new(const struct alloy__devsrc *src, const char *name,
 			 const struct alloy_allocator_ops **ops, void **ctx)
 {
-	return alloy__cuda_base_new(sizeof(struct ch), src, name, &ch_template, ops, ctx);
+	return alloy__cuda_base_new(sizeof(struct ch), src, name, &ch_template,
+				    ops, ctx);
 }

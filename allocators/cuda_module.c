@@ -29,15 +29,17 @@ static struct alloy_plugin_descriptor descriptor = {
 	.abi_minor = ALLOY_ABI_MINOR,
 	.struct_size = sizeof(struct alloy_plugin_descriptor),
 	.name = "cuda",
-	.description = "CUDA device memory: cuda (cudaMalloc), cuda_caching "
-		       "(caching allocator), cuda_host (pinned host), cuda_async "
-		       "(cudaMallocAsync), context",
+	.description =
+		"CUDA device memory: cuda (cudaMalloc), cuda_caching "
+		"(caching allocator), cuda_host (pinned host), cuda_async "
+		"(cudaMallocAsync), context",
 	.init = cuda_module_init,
 	.allocators = allocators,
 	.contexts = contexts,
 };
 
-/* Build the tables; touches no CUDA call, so it cannot fail on a GPU-less host. */
+/* Build the tables; touches no CUDA call, so it cannot fail on a GPU-less host.
+ */
 static int build(void)
 {
 	struct alloy__devsrc src = alloy__cuda_runtime_source();

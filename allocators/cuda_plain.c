@@ -20,7 +20,7 @@
 #define PLAIN_ALIGN 256u /* what cudaMalloc guarantees */
 
 struct plain {
-	struct alloy__cuda_base b; /* lock, src, ops, name */
+	struct alloy__cuda_base b;   /* lock, src, ops, name */
 	struct alloy__ptrmap blocks; /* address -> device + 1 */
 };
 
@@ -33,9 +33,10 @@ static void *plain_alloc_async(void *ctx, size_t size, size_t align,
 	int rc;
 
 	if (unlikely(align > PLAIN_ALIGN)) {
-		alloy__error(-EINVAL, pl->b.name,
-			     "alignment %zu is above the %u bytes cudaMalloc gives",
-			     align, PLAIN_ALIGN);
+		alloy__error(
+			-EINVAL, pl->b.name,
+			"alignment %zu is above the %u bytes cudaMalloc gives",
+			align, PLAIN_ALIGN);
 		return NULL;
 	}
 	if (pl->b.src.ops->dev_malloc(pl->b.src.ctx, device, size, &p))
@@ -45,11 +46,13 @@ static void *plain_alloc_async(void *ctx, size_t size, size_t align,
 	pthread_mutex_unlock(&pl->b.lock);
 	if (rc) {
 		pl->b.src.ops->dev_free(pl->b.src.ctx, device, p);
-		alloy__error(-ENOMEM, pl->b.name, "no memory for the block map");
+		alloy__error(-ENOMEM, pl->b.name,
+			     "no memory for the block map");
 		return NULL;
 	}
 	if (flags & ALLOY_ALLOC_ZERO)
-		pl->b.src.ops->dev_memset(pl->b.src.ctx, device, p, 0, size, stream);
+		pl->b.src.ops->dev_memset(pl->b.src.ctx, device, p, 0, size,
+					  stream);
 	return p;
 }
 
@@ -88,8 +91,8 @@ static void *plain_realloc(void *ctx, void *ptr, size_t old_size,
 	dev = (intptr_t)alloy__ptrmap_get(&pl->blocks, ptr);
 	pthread_mutex_unlock(&pl->b.lock);
 	if (!dev) {
-		alloy__error(-EINVAL, pl->b.name, "realloc: %p is not a live block",
-			     ptr);
+		alloy__error(-EINVAL, pl->b.name,
+			     "realloc: %p is not a live block", ptr);
 		return NULL;
 	}
 	p = plain_alloc(ctx, new_size, align, 0);
@@ -117,7 +120,8 @@ static const struct alloy_allocator_ops plain_template = {
 };
 
 int alloy__cuda_plain_new(const struct alloy__devsrc *src, const char *name,
-			 const struct alloy_allocator_ops **ops, void **ctx)
+			  const struct alloy_allocator_ops **ops, void **ctx)
 {
-	return alloy__cuda_base_new(sizeof(struct plain), src, name, &plain_template, ops, ctx);
+	return alloy__cuda_base_new(sizeof(struct plain), src, name,
+				    &plain_template, ops, ctx);
 }

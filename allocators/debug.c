@@ -166,7 +166,7 @@ static void __attribute__((format(printf, 4, 5)))
 report(struct debug_state *d, int kind, const struct block *b, const char *fmt,
        ...)
 {
-	struct text t = {d->last, 0, sizeof(d->last)};
+	struct text t = { d->last, 0, sizeof(d->last) };
 	va_list ap;
 
 	append(&t, "alloy: debug: %s: ", error_names[kind]);

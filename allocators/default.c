@@ -16,8 +16,7 @@
 #include "core/conf.h"
 #include "allocators/builtin.h"
 
-static void *default_alloc(void *ctx, size_t size, size_t align,
-			   unsigned flags)
+static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	void *p;
 

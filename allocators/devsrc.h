@@ -47,9 +47,8 @@ struct alloy__devsrc_ops {
 	int (*dev_memset)(void *ctx, int device, void *ptr, int byte, size_t n,
 			  void *stream);
 	/* Copy; stream NULL and sync true: returns when the copy is done. */
-	int (*copy)(void *ctx, int device, void *dst, const void *src,
-		    size_t n, enum alloy__copy_kind kind, void *stream,
-		    bool sync);
+	int (*copy)(void *ctx, int device, void *dst, const void *src, size_t n,
+		    enum alloy__copy_kind kind, void *stream, bool sync);
 
 	/*
 	 * Stream-ordered device memory (cudaMallocAsync): usable by work on

@@ -19,14 +19,15 @@
 /* Translate a runtime error: ENOMEM for out-of-memory, EIO otherwise. */
 static int fail(cudaError_t e, const char *what)
 {
-	int err = e == cudaErrorMemoryAllocation ? -ENOMEM :
-		  e == cudaErrorNoDevice || e == cudaErrorInvalidDevice ? -ENODEV :
-									  -EIO;
+	int err = e == cudaErrorMemoryAllocation ? -ENOMEM
+		  : e == cudaErrorNoDevice || e == cudaErrorInvalidDevice
+			  ? -ENODEV
+			  : -EIO;
 
 	/* Out-of-memory is not sticky: clear it so later calls succeed. */
 	cudaGetLastError();
-	return alloy_plugin_error(err, "%s: %s (%s)", what, cudaGetErrorString(e),
-				  cudaGetErrorName(e));
+	return alloy_plugin_error(err, "%s: %s (%s)", what,
+				  cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 static int check(cudaError_t e, const char *what)
@@ -63,14 +64,15 @@ static int cu_dev_free(void *ctx, int device, void *ptr)
 	return check(cudaFree(ptr), "cudaFree");
 }
 
-static int cu_dev_malloc_async(void *ctx, int device, size_t size,
-			       void *stream, void **out)
+static int cu_dev_malloc_async(void *ctx, int device, size_t size, void *stream,
+			       void **out)
 {
 	int rc = use_device(device);
 
 	if (rc)
 		return rc;
-	return check(cudaMallocAsync(out, size, (cudaStream_t)stream), "cudaMallocAsync");
+	return check(cudaMallocAsync(out, size, (cudaStream_t)stream),
+		     "cudaMallocAsync");
 }
 
 static int cu_dev_free_async(void *ctx, int device, void *ptr, void *stream)
@@ -103,7 +105,8 @@ static int cu_dev_memset(void *ctx, int device, void *ptr, int byte, size_t n,
 
 	if (rc)
 		return rc;
-	return check(cudaMemsetAsync(ptr, byte, n, (cudaStream_t)stream), "cudaMemsetAsync");
+	return check(cudaMemsetAsync(ptr, byte, n, (cudaStream_t)stream),
+		     "cudaMemsetAsync");
 }
 
 static int cu_copy(void *ctx, int device, void *dst, const void *src, size_t n,
@@ -132,7 +135,8 @@ static int cu_copy(void *ctx, int device, void *dst, const void *src, size_t n,
 
 static int cu_host_malloc(void *ctx, size_t size, void **out)
 {
-	return check(cudaHostAlloc(out, size, cudaHostAllocDefault), "cudaHostAlloc");
+	return check(cudaHostAlloc(out, size, cudaHostAllocDefault),
+		     "cudaHostAlloc");
 }
 
 static int cu_host_free(void *ctx, void *ptr)
@@ -158,7 +162,8 @@ static int cu_event_destroy(void *ctx, void *ev)
 
 static int cu_event_record(void *ctx, void *ev, void *stream)
 {
-	return check(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream), "cudaEventRecord");
+	return check(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream),
+		     "cudaEventRecord");
 }
 
 static int cu_event_query(void *ctx, void *ev)
@@ -176,12 +181,14 @@ static int cu_event_query(void *ctx, void *ev)
 
 static int cu_event_synchronize(void *ctx, void *ev)
 {
-	return check(cudaEventSynchronize((cudaEvent_t)ev), "cudaEventSynchronize");
+	return check(cudaEventSynchronize((cudaEvent_t)ev),
+		     "cudaEventSynchronize");
 }
 
 static int cu_stream_synchronize(void *ctx, void *stream)
 {
-	return check(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+	return check(cudaStreamSynchronize((cudaStream_t)stream),
+		     "cudaStreamSynchronize");
 }
 
 static int cu_device_synchronize(void *ctx, int device)
@@ -230,6 +237,7 @@ int alloy__cuda_runtime_probe(void)
 					  cudaGetErrorString(e));
 	}
 	if (n == 0)
-		return alloy_plugin_error(-ENODEV, "no CUDA device: 0 devices found");
+		return alloy_plugin_error(-ENODEV,
+					  "no CUDA device: 0 devices found");
 	return 0;
 }

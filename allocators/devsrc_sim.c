@@ -93,12 +93,14 @@ static int sim_dev_malloc(void *ctx, int device, size_t size, void **out)
 
 		pthread_mutex_unlock(&sim->lock);
 		if (device < 0 || device >= n)
-			return alloy__error(-ENODEV, "sim_malloc",
-					    "simulated device %d does not exist (%d devices)",
-					    device, n);
-		return alloy__error(-ENOMEM, "sim_malloc",
-				    "out of memory: %zu bytes asked, %zu of %zu in use",
-				    size, used, sim->capacity);
+			return alloy__error(
+				-ENODEV, "sim_malloc",
+				"simulated device %d does not exist (%d devices)",
+				device, n);
+		return alloy__error(
+			-ENOMEM, "sim_malloc",
+			"out of memory: %zu bytes asked, %zu of %zu in use",
+			size, used, sim->capacity);
 	}
 	b = malloc(sizeof(*b));
 	p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
@@ -139,9 +141,9 @@ static size_t take_block(struct alloy_cuda_sim *sim, struct sim_block **list,
 static int sim_dev_free(void *ctx, int device, void *ptr)
 {
 	struct alloy_cuda_sim *sim = ctx;
-	size_t size = take_block(sim, &sim->dev_blocks,
-				 &sim->counts.dev_bytes_in_use,
-				 &sim->counts.dev_frees, ptr);
+	size_t size =
+		take_block(sim, &sim->dev_blocks, &sim->counts.dev_bytes_in_use,
+			   &sim->counts.dev_frees, ptr);
 
 	ALLOY_ENFORCE(size, -EINVAL,
 		      "%p is not simulated device memory (double free?)", ptr);
@@ -183,8 +185,9 @@ static int sim_mem_info(void *ctx, int device, size_t *free_b, size_t *total)
 
 	pthread_mutex_lock(&sim->lock);
 	*total = sim->capacity;
-	*free_b = sim->capacity > sim->counts.dev_bytes_in_use ?
-			  sim->capacity - sim->counts.dev_bytes_in_use : 0;
+	*free_b = sim->capacity > sim->counts.dev_bytes_in_use
+			  ? sim->capacity - sim->counts.dev_bytes_in_use
+			  : 0;
 	pthread_mutex_unlock(&sim->lock);
 	return 0;
 }
@@ -211,8 +214,8 @@ static int sim_dev_memset(void *ctx, int device, void *ptr, int byte, size_t n,
 	return 0;
 }
 
-static int sim_copy(void *ctx, int device, void *dst, const void *src,
-		    size_t n, enum alloy__copy_kind kind, void *stream, bool sync)
+static int sim_copy(void *ctx, int device, void *dst, const void *src, size_t n,
+		    enum alloy__copy_kind kind, void *stream, bool sync)
 {
 	struct alloy_cuda_sim *sim = ctx;
 	struct sim_stream *s;
@@ -237,7 +240,8 @@ static int sim_host_malloc(void *ctx, size_t size, void **out)
 	if (!b || posix_memalign(&p, 4096, size ? size : 1)) {
 		free(b);
 		return alloy__error(-ENOMEM, "sim_host_malloc",
-				    "no host memory for %zu pinned bytes", size);
+				    "no host memory for %zu pinned bytes",
+				    size);
 	}
 	pthread_mutex_lock(&sim->lock);
 	b->ptr = p;

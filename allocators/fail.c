@@ -27,7 +27,7 @@ struct fail_state {
 	atomic_uint_fast64_t seed;
 };
 
-static struct fail_state fs = {.run = 1};
+static struct fail_state fs = { .run = 1 };
 
 /* splitmix64's finaliser: a good 64-bit mix of the allocation number. */
 static uint64_t mix(uint64_t x)

@@ -25,8 +25,8 @@
 #include <alloy/plugin.h>
 
 struct je_state {
-	int flags;         /* MALLOCX_ARENA | MALLOCX_TCACHE_NONE, or 0 */
-	unsigned arena;    /* the dedicated arena, when flags != 0 */
+	int flags;	/* MALLOCX_ARENA | MALLOCX_TCACHE_NONE, or 0 */
+	unsigned arena; /* the dedicated arena, when flags != 0 */
 	bool have_arena;
 };
 
@@ -61,7 +61,8 @@ static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 	struct je_state *s = ctx;
 
 	(void)old_size;
-	return rallocx(ptr, new_size ? new_size : 1, lg_align(align) | s->flags);
+	return rallocx(ptr, new_size ? new_size : 1,
+		       lg_align(align) | s->flags);
 }
 
 static size_t je_usable_size(void *ctx, const void *ptr, size_t size)
@@ -77,8 +78,9 @@ static int read_size(const char *name, size_t *out)
 	int rc = mallctl(name, out, &len, NULL, 0);
 
 	if (rc)
-		return alloy_plugin_error(-rc, "jemalloc: mallctl(\"%s\") failed: %s",
-					  name, strerror(rc));
+		return alloy_plugin_error(
+			-rc, "jemalloc: mallctl(\"%s\") failed: %s", name,
+			strerror(rc));
 	return 0;
 }
 
@@ -90,8 +92,9 @@ static int refresh_epoch(void)
 	int rc = mallctl("epoch", &epoch, &len, &epoch, len);
 
 	if (rc)
-		return alloy_plugin_error(-rc, "jemalloc: mallctl(\"epoch\") failed: %s",
-					  strerror(rc));
+		return alloy_plugin_error(
+			-rc, "jemalloc: mallctl(\"epoch\") failed: %s",
+			strerror(rc));
 	return 0;
 }
 
@@ -101,12 +104,12 @@ static int arena_stats(unsigned arena, struct alloy_allocator_stats *st)
 	char name[64];
 	int rc;
 
-#define ARENA_STAT(key, out)                                                \
-	do {                                                                \
+#define ARENA_STAT(key, out)                                                 \
+	do {                                                                 \
 		snprintf(name, sizeof(name), "stats.arenas.%u." key, arena); \
-		rc = read_size(name, (out));                                \
-		if (rc)                                                     \
-			return rc;                                          \
+		rc = read_size(name, (out));                                 \
+		if (rc)                                                      \
+			return rc;                                           \
 	} while (0)
 	ARENA_STAT("small.allocated", &small);
 	ARENA_STAT("large.allocated", &large);
@@ -141,13 +144,16 @@ static int je_stats(void *ctx, struct alloy_allocator_stats *st)
 		} keys[] = {
 			{ "stats.allocated",
 			  offsetof(struct alloy_allocator_stats, allocated) },
-			{ "stats.active", offsetof(struct alloy_allocator_stats, active) },
+			{ "stats.active",
+			  offsetof(struct alloy_allocator_stats, active) },
 			{ "stats.resident",
 			  offsetof(struct alloy_allocator_stats, resident) },
-			{ "stats.mapped", offsetof(struct alloy_allocator_stats, mapped) },
+			{ "stats.mapped",
+			  offsetof(struct alloy_allocator_stats, mapped) },
 		};
 
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !rc; i++) {
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !rc;
+		     i++) {
 			rc = read_size(keys[i].name, &v);
 			*(uint64_t *)((char *)st + keys[i].off) = v;
 		}
@@ -172,12 +178,14 @@ static long long je_trim(void *ctx)
 		 s->flags ? s->arena : (unsigned)MALLCTL_ARENAS_ALL);
 	rc = mallctl(name, NULL, NULL, NULL, 0);
 	if (rc)
-		return alloy_plugin_error(-rc, "jemalloc: mallctl(\"%s\") failed: %s",
-					  name, strerror(rc));
+		return alloy_plugin_error(
+			-rc, "jemalloc: mallctl(\"%s\") failed: %s", name,
+			strerror(rc));
 	if (je_stats(s, &after))
 		return -EIO;
-	return before.resident > after.resident ?
-		       (long long)(before.resident - after.resident) : 0;
+	return before.resident > after.resident
+		       ? (long long)(before.resident - after.resident)
+		       : 0;
 }
 
 static int use_dedicated_arena(struct je_state *s)
@@ -188,9 +196,10 @@ static int use_dedicated_arena(struct je_state *s)
 	if (!s->have_arena) {
 		rc = mallctl("arenas.create", &s->arena, &len, NULL, 0);
 		if (rc)
-			return alloy_plugin_error(-rc,
-						  "jemalloc: cannot create a dedicated arena: mallctl(\"arenas.create\"): %s",
-						  strerror(rc));
+			return alloy_plugin_error(
+				-rc,
+				"jemalloc: cannot create a dedicated arena: mallctl(\"arenas.create\"): %s",
+				strerror(rc));
 		s->have_arena = true;
 	}
 	s->flags = MALLOCX_ARENA(s->arena) | MALLOCX_TCACHE_NONE;
@@ -206,18 +215,19 @@ static int je_set_option(void *ctx, const char *key, const char *value)
 	struct je_state *s = ctx;
 
 	if (strcmp(key, "arena") != 0)
-		return alloy_plugin_error(-EINVAL,
-					  "jemalloc: unknown option \"%s\" (known: arena)",
-					  key);
+		return alloy_plugin_error(
+			-EINVAL,
+			"jemalloc: unknown option \"%s\" (known: arena)", key);
 	if (strcmp(value, "dedicated") == 0)
 		return use_dedicated_arena(s);
 	if (strcmp(value, "shared") == 0) {
 		s->flags = 0;
 		return 0;
 	}
-	return alloy_plugin_error(-ERANGE,
-				  "jemalloc: arena \"%s\" is not \"shared\" or \"dedicated\"",
-				  value);
+	return alloy_plugin_error(
+		-ERANGE,
+		"jemalloc: arena \"%s\" is not \"shared\" or \"dedicated\"",
+		value);
 }
 
 static const struct alloy_allocator_ops je_ops = {
@@ -244,7 +254,8 @@ static const struct alloy_plugin_descriptor je_descriptor = {
 	.abi_minor = ALLOY_ABI_MINOR,
 	.struct_size = sizeof(struct alloy_plugin_descriptor),
 	.name = "jemalloc",
-	.description = "jemalloc through mallocx/sdallocx, optionally in its own arena",
+	.description =
+		"jemalloc through mallocx/sdallocx, optionally in its own arena",
 	.allocators = je_allocators,
 	.nallocators = 1,
 };

@@ -69,8 +69,9 @@ static long long mi_alloy_trim(void *ctx)
 	mi_alloy_stats(ctx, &before);
 	mi_collect(true);
 	mi_alloy_stats(ctx, &after);
-	return before.reserved > after.reserved ?
-		       (long long)(before.reserved - after.reserved) : 0;
+	return before.reserved > after.reserved
+		       ? (long long)(before.reserved - after.reserved)
+		       : 0;
 }
 
 static const struct alloy_allocator_ops mi_ops = {

@@ -65,7 +65,8 @@ static int cuda_new_bytes(void *ctx, struct alloy_device dev, size_t nbytes,
 /* If ptr is a block of the default pinned allocator, note the stream. */
 static void record_pinned(void *ptr, void *stream)
 {
-	struct alloy_allocator *host = alloy_get_default(ALLOY_DEVICE_CUDA_HOST);
+	struct alloy_allocator *host =
+		alloy_get_default(ALLOY_DEVICE_CUDA_HOST);
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(host);
 
 	if (host && ops->record_stream)
@@ -92,8 +93,8 @@ static int cuda_copy_bytes(void *ctx, size_t nbytes, const void *src,
 	else
 		kind = ALLOY__H2H;
 	device = dst_dev_mem ? dst_dev.index : src_dev.index;
-	rc = c->src.ops->copy(c->src.ctx, device, dst, src, nbytes, kind, stream,
-			      stream == NULL);
+	rc = c->src.ops->copy(c->src.ctx, device, dst, src, nbytes, kind,
+			      stream, stream == NULL);
 	if (rc || !stream)
 		return rc;
 	/* Queued: a pinned host side must outlive the copy. */
@@ -143,9 +144,9 @@ int alloy__cuda_context_new(const struct alloy__devsrc *src,
 		if (is_runtime) {
 			struct cuda_ctx *none = NULL;
 
-			if (!__atomic_compare_exchange_n(&runtime, &none, c, false,
-							 __ATOMIC_ACQ_REL,
-							 __ATOMIC_ACQUIRE)) {
+			if (!__atomic_compare_exchange_n(
+				    &runtime, &none, c, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE)) {
 				free(c);
 				c = none;
 			}

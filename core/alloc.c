@@ -49,8 +49,8 @@ static void allocator_deleter(struct alloy_data_ptr *dp)
 /* Deleter of blocks that were reported at allocation. */
 static void reported_deleter(struct alloy_data_ptr *dp)
 {
-	const struct alloy__hooks *h = atomic_load_explicit(
-		&hooks, memory_order_acquire);
+	const struct alloy__hooks *h =
+		atomic_load_explicit(&hooks, memory_order_acquire);
 
 	if (h)
 		h->on_free(dp->ctx, dp);
@@ -81,9 +81,10 @@ alloc_unusual(struct alloy_allocator *a, size_t size, size_t align,
 		return 0;
 	}
 	/* Leave room for any rounding an allocator does: never wrap. */
-	return alloy__error(-EOVERFLOW, "alloy_alloc",
-			    "size %zu with alignment %zu exceeds the largest object (%td bytes)",
-			    size, align, PTRDIFF_MAX);
+	return alloy__error(
+		-EOVERFLOW, "alloy_alloc",
+		"size %zu with alignment %zu exceeds the largest object (%td bytes)",
+		size, align, PTRDIFF_MAX);
 }
 
 /* The allocator's own explanation, when it gave one, is kept. */
@@ -94,10 +95,11 @@ alloc_failed(struct alloy_allocator *a, size_t size, size_t align,
 	bool explained = alloy__error_seq != error_seq;
 
 	*out = ALLOY_DATA_PTR_INIT;
-	return alloy__error(-ENOMEM, "alloy_alloc",
-			    "allocator \"%s\" could not allocate %zu bytes (alignment %zu)%s%s",
-			    a->name, size, align, explained ? ": " : "",
-			    explained ? alloy_last_error() : "");
+	return alloy__error(
+		-ENOMEM, "alloy_alloc",
+		"allocator \"%s\" could not allocate %zu bytes (alignment %zu)%s%s",
+		a->name, size, align, explained ? ": " : "",
+		explained ? alloy_last_error() : "");
 }
 
 /*
@@ -105,9 +107,8 @@ alloc_failed(struct alloy_allocator *a, size_t size, size_t align,
  * NULL and align is a power of two >= sizeof(void *).
  */
 static inline __attribute__((always_inline)) int
-alloc_entered(struct alloy__tls *t, struct alloy_allocator *a,
-				size_t size, size_t align, unsigned flags,
-				struct alloy_data_ptr *out)
+alloc_entered(struct alloy__tls *t, struct alloy_allocator *a, size_t size,
+	      size_t align, unsigned flags, struct alloy_data_ptr *out)
 {
 	const struct alloy__hooks *h;
 	unsigned error_seq;
@@ -137,8 +138,8 @@ alloc_entered(struct alloy__tls *t, struct alloy_allocator *a,
 	return 0;
 }
 
-static __attribute__((noinline, cold)) int no_thread_state(const char *func,
-							   struct alloy_data_ptr *out)
+static __attribute__((noinline, cold)) int
+no_thread_state(const char *func, struct alloy_data_ptr *out)
 {
 	*out = ALLOY_DATA_PTR_INIT;
 	return alloy__error(-ENOMEM, func,
@@ -163,7 +164,8 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 	} else if (unlikely(!is_pow2(align))) {
 		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(-EINVAL, __func__,
-				    "alignment %zu is not a power of two", align);
+				    "alignment %zu is not a power of two",
+				    align);
 	} else if (align < sizeof(void *)) {
 		align = sizeof(void *);
 	}
@@ -208,9 +210,10 @@ int alloy_alloc_default(int device_type, size_t size, unsigned flags,
 				   out);
 	} else {
 		*out = ALLOY_DATA_PTR_INIT;
-		rc = alloy__error(-ENODEV, __func__,
-				  "no default allocator for %s (is its module loaded?)",
-				  alloy_device_type_name(device_type));
+		rc = alloy__error(
+			-ENODEV, __func__,
+			"no default allocator for %s (is its module loaded?)",
+			alloy_device_type_name(device_type));
 	}
 	alloy__leave(t);
 	return rc;
@@ -231,7 +234,8 @@ static bool made_by_registry(const struct alloy_data_ptr *dp)
 	       dp->deleter == reported_deleter;
 }
 
-struct alloy_allocator *alloy_data_ptr_allocator(const struct alloy_data_ptr *dp)
+struct alloy_allocator *
+alloy_data_ptr_allocator(const struct alloy_data_ptr *dp)
 {
 	return dp && made_by_registry(dp) ? dp->ctx : NULL;
 }
@@ -246,25 +250,32 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 	a = alloy_data_ptr_allocator(dp);
 	ALLOY_ENFORCE(a || !dp->ptr, -EINVAL,
 		      "block %p was not made by an alloy allocator", dp->ptr);
-	ALLOY_ENFORCE(a, -EINVAL, "empty DataPtr has no allocator to grow from");
+	ALLOY_ENFORCE(a, -EINVAL,
+		      "empty DataPtr has no allocator to grow from");
 	if (a->ops.realloc && new_size > 0 &&
 	    new_size <= (size_t)PTRDIFF_MAX - dp->align) {
-		const struct alloy__hooks *h = dp->deleter == reported_deleter ?
-			atomic_load_explicit(&hooks, memory_order_acquire) : NULL;
+		const struct alloy__hooks *h =
+			dp->deleter == reported_deleter
+				? atomic_load_explicit(&hooks,
+						       memory_order_acquire)
+				: NULL;
 		void *p;
 
 		/* The reporter sees the old block go and the new one come. */
 		if (h)
 			h->on_free(a, dp);
-		p = a->ops.realloc(a->ctx, dp->ptr, dp->size, new_size, dp->align);
+		p = a->ops.realloc(a->ctx, dp->ptr, dp->size, new_size,
+				   dp->align);
 		if (!p) {
 			if (h)
 				h->on_alloc(a, dp);
-			return alloy__error(-ENOMEM, __func__,
-					    "allocator \"%s\" could not grow %zu to %zu bytes",
-					    a->name, dp->size, new_size);
+			return alloy__error(
+				-ENOMEM, __func__,
+				"allocator \"%s\" could not grow %zu to %zu bytes",
+				a->name, dp->size, new_size);
 		}
-		alloy__tcount_add(alloy__tls_get(), a->counters + ALLOY__C_BYTES,
+		alloy__tcount_add(alloy__tls_get(),
+				  a->counters + ALLOY__C_BYTES,
 				  (int64_t)new_size - (int64_t)dp->size);
 		dp->ptr = p;
 		dp->size = new_size;
@@ -280,8 +291,8 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 	if (rc)
 		return rc;
 	n.device = dp->device;
-	rc = alloy_copy_bytes(dp->size < new_size ? dp->size : new_size, dp->ptr,
-			      dp->device, n.ptr, n.device);
+	rc = alloy_copy_bytes(dp->size < new_size ? dp->size : new_size,
+			      dp->ptr, dp->device, n.ptr, n.device);
 	if (rc) {
 		alloy_data_ptr_free(&n);
 		return rc;
@@ -334,7 +345,8 @@ long long alloy_allocator_live_bytes(const struct alloy_allocator *a)
 	return a ? alloy__tcount_sum(a->counters + ALLOY__C_BYTES) : 0;
 }
 
-const struct alloy_allocator_ops *alloy_allocator_ops(const struct alloy_allocator *a)
+const struct alloy_allocator_ops *
+alloy_allocator_ops(const struct alloy_allocator *a)
 {
 	return a ? &a->ops : NULL;
 }
@@ -372,10 +384,13 @@ int alloy_allocator_stats(struct alloy_allocator *a,
 	/* What the registry itself knows; the allocator may refine it. */
 	mine.size = sizeof(mine);
 	mine.version = ALLOY_STATS_VERSION;
-	mine.allocated = (uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_BYTES);
+	mine.allocated =
+		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_BYTES);
 	mine.reserved = mine.allocated;
-	mine.num_allocs = (uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS);
-	mine.num_frees = (uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_FREES);
+	mine.num_allocs =
+		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS);
+	mine.num_frees =
+		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_FREES);
 	if (a->ops.stats) {
 		int rc = a->ops.stats(a->ctx, &mine);
 

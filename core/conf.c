@@ -25,8 +25,8 @@ enum key_type {
 	KEY_ALIGN,     /* a power of two, MIN_ALIGN..MAX_ALIGN */
 	KEY_SIZE,      /* a byte count with an optional suffix */
 	KEY_BOOL,
-	KEY_PATH,      /* "stderr", "stdout" or a file path; "" = off */
-	KEY_ENUM,      /* one of choices, '|'-separated */
+	KEY_PATH, /* "stderr", "stdout" or a file path; "" = off */
+	KEY_ENUM, /* one of choices, '|'-separated */
 };
 
 struct conf_key {
@@ -42,8 +42,9 @@ struct conf_key {
 #define MIN_ALIGN sizeof(void *)
 #define MAX_ALIGN ((uint64_t)1 << 30)
 
-#define STR(field) offsetof(struct alloy__conf, field), \
-	sizeof(((struct alloy__conf *)0)->field)
+#define STR(field)                           \
+	offsetof(struct alloy__conf, field), \
+		sizeof(((struct alloy__conf *)0)->field)
 #define VAL(field) offsetof(struct alloy__conf, field), 0
 
 static const struct conf_key keys[] = {
@@ -130,10 +131,10 @@ int alloy_parse_size(const char *s, uint64_t *out)
 		const char *suffix;
 		unsigned shift;
 	} units[] = {
-		{ "", 0 },    { "b", 0 },    { "k", 10 },   { "kb", 10 },
-		{ "kib", 10 }, { "m", 20 },  { "mb", 20 },  { "mib", 20 },
-		{ "g", 30 },  { "gb", 30 },  { "gib", 30 }, { "t", 40 },
-		{ "tb", 40 }, { "tib", 40 },
+		{ "", 0 },     { "b", 0 },    { "k", 10 },   { "kb", 10 },
+		{ "kib", 10 }, { "m", 20 },   { "mb", 20 },  { "mib", 20 },
+		{ "g", 30 },   { "gb", 30 },  { "gib", 30 }, { "t", 40 },
+		{ "tb", 40 },  { "tib", 40 },
 	};
 	uint64_t v = 0;
 	const char *p = s;
@@ -194,15 +195,17 @@ static int set_value(struct alloy__conf *c, const struct conf_key *k,
 			}
 			p += cl + (p[cl] == '|');
 		}
-		alloy__conf_add_error(c, "%s: \"%s\" is not one of %s; using %s",
+		alloy__conf_add_error(c,
+				      "%s: \"%s\" is not one of %s; using %s",
 				      item, text, k->choices, k->def);
 		return -EINVAL;
 	}
 	case KEY_BOOL:
 		if (alloy_parse_bool(text, &b)) {
-			alloy__conf_add_error(c,
-					      "%s: \"%s\" is not a boolean (1/0, true/false, yes/no, on/off); using %s",
-					      item, text, k->def);
+			alloy__conf_add_error(
+				c,
+				"%s: \"%s\" is not a boolean (1/0, true/false, yes/no, on/off); using %s",
+				item, text, k->def);
 			return -EINVAL;
 		}
 		*(bool *)(base + k->offset) = b;
@@ -211,22 +214,21 @@ static int set_value(struct alloy__conf *c, const struct conf_key *k,
 	case KEY_ALIGN:
 		rc = alloy_parse_size(text, &n);
 		if (rc) {
-			alloy__conf_add_error(c,
-					      "%s: \"%s\" is %s; using %s", item,
-					      text,
-					      rc == -ERANGE ? "too large for 64 bits" :
-							      "not a size (digits with an optional K/M/G/T or KiB/MiB/GiB/TiB suffix)",
-					      k->def);
+			alloy__conf_add_error(
+				c, "%s: \"%s\" is %s; using %s", item, text,
+				rc == -ERANGE
+					? "too large for 64 bits"
+					: "not a size (digits with an optional K/M/G/T or KiB/MiB/GiB/TiB suffix)",
+				k->def);
 			return rc;
 		}
 		if (k->type == KEY_ALIGN &&
 		    (n & (n - 1) || n < MIN_ALIGN || n > MAX_ALIGN)) {
-			alloy__conf_add_error(c,
-					      "%s: alignment %llu is not a power of two between %zu and %llu; using %s",
-					      item, (unsigned long long)n,
-					      MIN_ALIGN,
-					      (unsigned long long)MAX_ALIGN,
-					      k->def);
+			alloy__conf_add_error(
+				c,
+				"%s: alignment %llu is not a power of two between %zu and %llu; using %s",
+				item, (unsigned long long)n, MIN_ALIGN,
+				(unsigned long long)MAX_ALIGN, k->def);
 			return -EINVAL;
 		}
 		*(uint64_t *)(base + k->offset) = n;
@@ -235,12 +237,14 @@ static int set_value(struct alloy__conf *c, const struct conf_key *k,
 	return -EINVAL;
 
 bad_name:
-	alloy__conf_add_error(c,
-			      "%s: \"%s\" is not an allocator name ([A-Za-z0-9_], 1..%d characters); using %s",
-			      item, text, ALLOY_NAME_MAX, k->def);
+	alloy__conf_add_error(
+		c,
+		"%s: \"%s\" is not an allocator name ([A-Za-z0-9_], 1..%d characters); using %s",
+		item, text, ALLOY_NAME_MAX, k->def);
 	return -EINVAL;
 too_long:
-	alloy__conf_add_error(c, "%s: value longer than %zu characters; using %s",
+	alloy__conf_add_error(c,
+			      "%s: value longer than %zu characters; using %s",
 			      item, k->len - 1, k->def[0] ? k->def : "none");
 	return -ERANGE;
 }
@@ -265,24 +269,27 @@ static void add_option(struct alloy__conf *c, const char *key,
 	size_t nl = (size_t)(dot - key);
 
 	if (c->noptions >= ALLOY_CONF_MAX_OPTIONS) {
-		alloy__conf_add_error(c, "%s: more than %d allocator options; ignored",
-				      item, ALLOY_CONF_MAX_OPTIONS);
+		alloy__conf_add_error(
+			c, "%s: more than %d allocator options; ignored", item,
+			ALLOY_CONF_MAX_OPTIONS);
 		return;
 	}
 	o = &c->options[c->noptions];
 	if (nl == 0 || nl > ALLOY_NAME_MAX || dot[1] == '\0' ||
-	    strlen(dot + 1) >= sizeof(o->key) || strlen(value) >= sizeof(o->value)) {
-		alloy__conf_add_error(c,
-				      "%s: malformed allocator option (expected name.key:value); ignored",
-				      item);
+	    strlen(dot + 1) >= sizeof(o->key) ||
+	    strlen(value) >= sizeof(o->value)) {
+		alloy__conf_add_error(
+			c,
+			"%s: malformed allocator option (expected name.key:value); ignored",
+			item);
 		return;
 	}
 	memcpy(o->allocator, key, nl);
 	o->allocator[nl] = '\0';
 	if (!alloy_allocator_name_valid(o->allocator)) {
-		alloy__conf_add_error(c,
-				      "%s: \"%s\" is not an allocator name; ignored",
-				      item, o->allocator);
+		alloy__conf_add_error(
+			c, "%s: \"%s\" is not an allocator name; ignored", item,
+			o->allocator);
 		return;
 	}
 	snprintf(o->key, sizeof(o->key), "%s", dot + 1);
@@ -297,9 +304,10 @@ static void parse_item(struct alloy__conf *c, char *item)
 	char shown[4200];
 
 	if (!colon || colon == item) {
-		alloy__conf_add_error(c,
-				      "\"%s\": malformed item (expected key:value); ignored",
-				      item);
+		alloy__conf_add_error(
+			c,
+			"\"%s\": malformed item (expected key:value); ignored",
+			item);
 		return;
 	}
 	*colon = '\0';
@@ -337,9 +345,10 @@ int alloy__conf_parse(const char *text, struct alloy__conf *c)
 	if (!text)
 		return 0;
 	if (strlen(text) >= sizeof(buf)) {
-		alloy__conf_add_error(c,
-				      "longer than %zu characters; ignored whole, using the defaults",
-				      sizeof(buf) - 1);
+		alloy__conf_add_error(
+			c,
+			"longer than %zu characters; ignored whole, using the defaults",
+			sizeof(buf) - 1);
 		return c->nerrors;
 	}
 	strcpy(buf, text);
@@ -355,8 +364,9 @@ int alloy__conf_parse(const char *text, struct alloy__conf *c)
 			parse_item(c, item);
 	}
 	if (c->zero_fill && c->junk_fill) {
-		alloy__conf_add_error(c,
-				      "zero_fill:1 and junk_fill:1 exclude each other; using the defaults (zero_fill:0, junk_fill:0)");
+		alloy__conf_add_error(
+			c,
+			"zero_fill:1 and junk_fill:1 exclude each other; using the defaults (zero_fill:0, junk_fill:0)");
 		c->zero_fill = false;
 		c->junk_fill = false;
 	}
@@ -365,8 +375,7 @@ int alloy__conf_parse(const char *text, struct alloy__conf *c)
 
 /* ---- queries --------------------------------------------------------- */
 
-static const char *format_value(const struct conf_key *k, char *buf,
-				size_t len)
+static const char *format_value(const struct conf_key *k, char *buf, size_t len)
 {
 	const char *base = (const char *)&alloy__conf;
 	uint64_t n;

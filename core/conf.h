@@ -17,8 +17,8 @@
 #define ALLOY_PRIVATE __attribute__((visibility("default")))
 
 #define ALLOY_CONF_MAX_OPTIONS 64
-#define ALLOY_CONF_MAX_ERRORS 32
-#define ALLOY_CONF_PATH_MAX 1024
+#define ALLOY_CONF_MAX_ERRORS  32
+#define ALLOY_CONF_PATH_MAX    1024
 
 struct alloy__conf_option {
 	char allocator[ALLOY_NAME_MAX + 1];
@@ -68,8 +68,8 @@ ALLOY_PRIVATE void alloy__conf_defaults(struct alloy__conf *c);
 ALLOY_PRIVATE int alloy__conf_parse(const char *text, struct alloy__conf *c);
 
 /* Append a problem line to c (printf-style), as the parser does. */
-ALLOY_PRIVATE void alloy__conf_add_error(struct alloy__conf *c,
-					 const char *fmt, ...)
+ALLOY_PRIVATE void alloy__conf_add_error(struct alloy__conf *c, const char *fmt,
+					 ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* Add a problem to the process's configuration and print it on stderr. */

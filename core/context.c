@@ -45,9 +45,10 @@ int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
 	ALLOY_ENFORCE(ops->abi_major == ALLOY_ABI_MAJOR, -EINVAL,
 		      "context ABI major %u, this alloy speaks %u",
 		      ops->abi_major, ALLOY_ABI_MAJOR);
-	ALLOY_ENFORCE(ops->struct_size >= required_end, -EINVAL,
-		      "context ops struct_size %u is smaller than the required part (%zu bytes)",
-		      ops->struct_size, required_end);
+	ALLOY_ENFORCE(
+		ops->struct_size >= required_end, -EINVAL,
+		"context ops struct_size %u is smaller than the required part (%zu bytes)",
+		ops->struct_size, required_end);
 	ALLOY_ENFORCE((unsigned)ops->device_type < ALLOY_DEVICE_TYPE_COUNT,
 		      -EINVAL, "unknown device type %d", ops->device_type);
 	ALLOY_ENFORCE(ops->new_bytes && ops->copy_bytes, -EINVAL,
@@ -56,7 +57,8 @@ int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
 
 	c = calloc(1, sizeof(*c));
 	ALLOY_ENFORCE(c, -ENOMEM, "no memory for a context");
-	n = ops->struct_size < sizeof(c->ops) ? ops->struct_size : sizeof(c->ops);
+	n = ops->struct_size < sizeof(c->ops) ? ops->struct_size
+					      : sizeof(c->ops);
 	memcpy(&c->ops, ops, n);
 	c->ctx = ctx;
 
@@ -174,10 +176,11 @@ int alloy_copy_bytes_async(size_t nbytes, const void *src,
 		      src ? "dst" : "src", nbytes);
 	via = copy_handler(src_dev, dst_dev);
 	if (via.type < 0)
-		return alloy__error(-EINVAL, "alloy_copy_bytes",
-				    "no direct copy from %s to %s; copy through the CPU",
-				    alloy_device_type_name(src_dev.type),
-				    alloy_device_type_name(dst_dev.type));
+		return alloy__error(
+			-EINVAL, "alloy_copy_bytes",
+			"no direct copy from %s to %s; copy through the CPU",
+			alloy_device_type_name(src_dev.type),
+			alloy_device_type_name(dst_dev.type));
 	c = get(via.type);
 	if (!c)
 		return no_context("alloy_copy_bytes", via);
@@ -185,8 +188,9 @@ int alloy_copy_bytes_async(size_t nbytes, const void *src,
 				 stream);
 }
 
-int alloy_copy_bytes(size_t nbytes, const void *src, struct alloy_device src_dev,
-		     void *dst, struct alloy_device dst_dev)
+int alloy_copy_bytes(size_t nbytes, const void *src,
+		     struct alloy_device src_dev, void *dst,
+		     struct alloy_device dst_dev)
 {
 	return alloy_copy_bytes_async(nbytes, src, src_dev, dst, dst_dev, NULL);
 }

@@ -35,10 +35,9 @@ static void apply_default(int type, const char *fallback)
 	if (a && alloy_set_default(type, a) == 0)
 		return;
 	alloy__conf_report("%s:%s: %s; using %s%s%s",
-			      alloy_device_type_name(type), want,
-			      alloy_last_error(), fallback ? "\"" : "",
-			      fallback ? fallback : "none",
-			      fallback ? "\"" : "");
+			   alloy_device_type_name(type), want,
+			   alloy_last_error(), fallback ? "\"" : "",
+			   fallback ? fallback : "none", fallback ? "\"" : "");
 	if (!fallback) {
 		want[0] = '\0';
 		return;

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <alloy/alloy.h>
 
-#define ALLOY_HIDDEN __attribute__((visibility("hidden")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#define ALLOY_HIDDEN  __attribute__((visibility("hidden")))
+#define likely(x)     __builtin_expect(!!(x), 1)
+#define unlikely(x)   __builtin_expect(!!(x), 0)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- errors (core/error.c) ---------------------------------------- */
@@ -33,9 +33,9 @@ extern ALLOY_HIDDEN __thread unsigned alloy__error_seq
 	__attribute__((tls_model("initial-exec")));
 
 /* Return err from the enclosing function unless cond holds. */
-#define ALLOY_ENFORCE(cond, err, ...)                                     \
-	do {                                                              \
-		if (unlikely(!(cond)))                                    \
+#define ALLOY_ENFORCE(cond, err, ...)                                      \
+	do {                                                               \
+		if (unlikely(!(cond)))                                     \
 			return alloy__error((err), __func__, __VA_ARGS__); \
 	} while (0)
 
@@ -63,7 +63,7 @@ static inline void alloy__ensure_init(void)
 
 struct alloy__tls {
 	atomic_uint_fast64_t seq; /* odd while inside alloy__enter/leave */
-	unsigned depth;           /* nesting of enter/leave */
+	unsigned depth;		  /* nesting of enter/leave */
 	struct alloy__tls *next;
 	struct alloy__tls *prev;
 	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
@@ -95,7 +95,8 @@ static inline void alloy__tcount_add(struct alloy__tls *t, int slot,
 		alloy__tcount_add_shared(slot, delta);
 		return;
 	}
-	/* Only this thread writes its own slots: no atomic read-modify-write. */
+	/* Only this thread writes its own slots: no atomic read-modify-write.
+	 */
 	int64_t v = atomic_load_explicit(&t->count[slot], memory_order_relaxed);
 
 	atomic_store_explicit(&t->count[slot], v + delta, memory_order_relaxed);
@@ -116,8 +117,8 @@ ALLOY_HIDDEN void alloy__tcount_zero(int slot);
 static inline void alloy__enter(struct alloy__tls *t)
 {
 	if (t->depth++ == 0) {
-		uint_fast64_t s = atomic_load_explicit(&t->seq,
-						       memory_order_relaxed);
+		uint_fast64_t s =
+			atomic_load_explicit(&t->seq, memory_order_relaxed);
 
 		atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
 		if (unlikely(atomic_load_explicit(&alloy__need_fence,
@@ -131,8 +132,8 @@ static inline void alloy__enter(struct alloy__tls *t)
 static inline void alloy__leave(struct alloy__tls *t)
 {
 	if (--t->depth == 0) {
-		uint_fast64_t s = atomic_load_explicit(&t->seq,
-						       memory_order_relaxed);
+		uint_fast64_t s =
+			atomic_load_explicit(&t->seq, memory_order_relaxed);
 
 		atomic_store_explicit(&t->seq, s + 1, memory_order_release);
 	}
@@ -147,8 +148,8 @@ enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING };
 /* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
 enum {
 	ALLOY__C_ALLOCS = 0, /* allocations ever */
-	ALLOY__C_FREES,      /* frees ever; live blocks = allocs - frees */
-	ALLOY__C_BYTES,      /* live bytes */
+	ALLOY__C_FREES,	     /* frees ever; live blocks = allocs - frees */
+	ALLOY__C_BYTES,	     /* live bytes */
 	ALLOY__C_COUNT
 };
 
@@ -158,11 +159,11 @@ ALLOY_HIDDEN int64_t alloy__live_blocks(const struct alloy_allocator *a);
 struct alloy_allocator {
 	struct alloy_allocator_ops ops; /* zeroed private copy */
 	void *ctx;
-	atomic_int state;      /* enum alloy__alloc_state */
-	int index;             /* position in the table */
-	int counters;          /* first tcount slot */
-	unsigned long serial;  /* registration order */
-	uint64_t name_hash;    /* FNV-1a of name: the reporter's key */
+	atomic_int state;     /* enum alloy__alloc_state */
+	int index;	      /* position in the table */
+	int counters;	      /* first tcount slot */
+	unsigned long serial; /* registration order */
+	uint64_t name_hash;   /* FNV-1a of name: the reporter's key */
 	char name[ALLOY_NAME_MAX + 1];
 	char origin[256];
 };

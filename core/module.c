@@ -68,8 +68,8 @@ static bool find_module(const char *path, const char *stem, size_t stemlen,
 		size_t dl = strcspn(dir, ":");
 
 		if (dl > 0) {
-			int n = snprintf(out, len, "%.*s/alloy_%.*s.so", (int)dl,
-					 dir, (int)stemlen, stem);
+			int n = snprintf(out, len, "%.*s/alloy_%.*s.so",
+					 (int)dl, dir, (int)stemlen, stem);
 
 			if (n > 0 && (size_t)n < len && access(out, F_OK) == 0)
 				return true;
@@ -91,8 +91,10 @@ int alloy__module_request(const char *name)
 			break;
 		if (!find_module(path, name, stems[i], file, sizeof(file)))
 			continue;
-		rc = alloy__plugin_loaded(file) ? -EEXIST : alloy_plugin_load(file);
-		/* -EEXIST: loaded already (maybe by another thread just now). */
+		rc = alloy__plugin_loaded(file) ? -EEXIST
+						: alloy_plugin_load(file);
+		/* -EEXIST: loaded already (maybe by another thread just now).
+		 */
 		if (rc && rc != -EEXIST)
 			return rc;
 		if (alloy_find_allocator(name))
@@ -102,10 +104,12 @@ int alloy__module_request(const char *name)
 				    file, name);
 	}
 	if (stems[1] != stems[0])
-		return alloy__error(-ENOENT, "alloy_request_allocator",
-				    "no allocator or module named \"%s\" (no alloy_%s.so or alloy_%.*s.so in %s)",
-				    name, name, (int)stems[1], name, path);
-	return alloy__error(-ENOENT, "alloy_request_allocator",
-			    "no allocator or module named \"%s\" (no alloy_%s.so in %s)",
-			    name, name, path);
+		return alloy__error(
+			-ENOENT, "alloy_request_allocator",
+			"no allocator or module named \"%s\" (no alloy_%s.so or alloy_%.*s.so in %s)",
+			name, name, (int)stems[1], name, path);
+	return alloy__error(
+		-ENOENT, "alloy_request_allocator",
+		"no allocator or module named \"%s\" (no alloy_%s.so in %s)",
+		name, name, path);
 }

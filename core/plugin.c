@@ -27,7 +27,7 @@
 
 #include "internal.h"
 
-#define MAX_PLUGINS 32
+#define MAX_PLUGINS	      32
 #define MAX_PLUGIN_ALLOCATORS 16
 
 struct plugin {
@@ -45,13 +45,13 @@ struct plugin {
 static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct plugin plugins[MAX_PLUGINS];
 
-#define LOAD "alloy_plugin_load"
+#define LOAD   "alloy_plugin_load"
 #define UNLOAD "alloy_plugin_unload"
 
 /* ALLOY_ENFORCE, naming the public function fn rather than a helper. */
-#define ENFORCE_IN(fn, cond, err, ...)                              \
-	do {                                                        \
-		if (unlikely(!(cond)))                              \
+#define ENFORCE_IN(fn, cond, err, ...)                               \
+	do {                                                         \
+		if (unlikely(!(cond)))                               \
 			return alloy__error((err), fn, __VA_ARGS__); \
 	} while (0)
 #define LOAD_ENFORCE(cond, err, ...) ENFORCE_IN(LOAD, cond, err, __VA_ARGS__)
@@ -90,12 +90,12 @@ static int check_file(const char *path)
 	struct stat st;
 
 	if (stat(path, &st) != 0)
-		return alloy__error(-ENOENT, LOAD, "%s: no such file (%s)", path,
-				    strerror(errno));
+		return alloy__error(-ENOENT, LOAD, "%s: no such file (%s)",
+				    path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return alloy__error(-ENOEXEC, LOAD,
-				    "%s: not a regular file, so not a shared object",
-				    path);
+		return alloy__error(
+			-ENOEXEC, LOAD,
+			"%s: not a regular file, so not a shared object", path);
 	return 0;
 }
 
@@ -109,29 +109,36 @@ static bool is_elf(const char *path)
 		return false;
 	n = read(fd, magic, sizeof(magic));
 	close(fd);
-	return n == 4 && memcmp(magic, "\x7f" "ELF", 4) == 0;
+	return n == 4 && memcmp(magic,
+				"\x7f"
+				"ELF",
+				4) == 0;
 }
 
-/* dlopen failed: tell a non-ELF file, a static-TLS library and the rest apart. */
+/* dlopen failed: tell a non-ELF file, a static-TLS library and the rest apart.
+ */
 static int explain_dlopen(const char *path, const char *why)
 {
 	if (!why)
 		why = "unknown reason";
 	if (!is_elf(path))
-		return alloy__error(-ENOEXEC, LOAD,
-				    "%s: not a shared object (no ELF header): %s",
-				    path, why);
+		return alloy__error(
+			-ENOEXEC, LOAD,
+			"%s: not a shared object (no ELF header): %s", path,
+			why);
 	if (strstr(why, "static TLS")) {
-		/* dlerror says "<library path>: cannot allocate memory in ..." */
+		/* dlerror says "<library path>: cannot allocate memory in ..."
+		 */
 		const char *end = strstr(why, ": ");
 		const char *lib = why;
 
 		for (const char *c = why; end && c < end; c++)
 			if (*c == '/')
 				lib = c + 1;
-		return alloy__error(-ENOEXEC, LOAD,
-				    "%s: %s; that library must be loaded at process start: link the program with -Wl,--no-as-needed,-lc,-l:%.*s,--as-needed (libc first, so it does not become the process's malloc) or run it with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 (docs/PLUGINS.md)",
-				    path, why, end ? (int)(end - lib) : 0, lib);
+		return alloy__error(
+			-ENOEXEC, LOAD,
+			"%s: %s; that library must be loaded at process start: link the program with -Wl,--no-as-needed,-lc,-l:%.*s,--as-needed (libc first, so it does not become the process's malloc) or run it with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 (docs/PLUGINS.md)",
+			path, why, end ? (int)(end - lib) : 0, lib);
 	}
 	return alloy__error(-ENOEXEC, LOAD,
 			    "%s: the dynamic loader refused it: %s", path, why);
@@ -144,18 +151,20 @@ static int check_descriptor(const char *path,
 {
 	LOAD_ENFORCE(d, -EPROTO, "%s: %s() returned NULL", path,
 		     ALLOY_PLUGIN_ENTRY);
-	LOAD_ENFORCE(d->abi_major == ALLOY_ABI_MAJOR, -EPROTO,
-		     "%s: built for plugin ABI %u.%u, this alloy speaks %u.%u (major versions must match; rebuild the plugin)",
-		     path, d->abi_major, d->abi_minor, ALLOY_ABI_MAJOR,
-		     ALLOY_ABI_MINOR);
-	LOAD_ENFORCE(d->struct_size >= ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0, -EPROTO,
-		     "%s: descriptor struct_size %u is smaller than the %zu bytes of ABI %u.0",
-		     path, d->struct_size, ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0,
-		     ALLOY_ABI_MAJOR);
+	LOAD_ENFORCE(
+		d->abi_major == ALLOY_ABI_MAJOR, -EPROTO,
+		"%s: built for plugin ABI %u.%u, this alloy speaks %u.%u (major versions must match; rebuild the plugin)",
+		path, d->abi_major, d->abi_minor, ALLOY_ABI_MAJOR,
+		ALLOY_ABI_MINOR);
+	LOAD_ENFORCE(
+		d->struct_size >= ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0, -EPROTO,
+		"%s: descriptor struct_size %u is smaller than the %zu bytes of ABI %u.0",
+		path, d->struct_size, ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0,
+		ALLOY_ABI_MAJOR);
 	/* Newer minor: a longer struct whose extra members we ignore. */
 	memset(copy, 0, sizeof(*copy));
-	memcpy(copy, d, d->struct_size < sizeof(*copy) ? d->struct_size :
-							 sizeof(*copy));
+	memcpy(copy, d,
+	       d->struct_size < sizeof(*copy) ? d->struct_size : sizeof(*copy));
 	LOAD_ENFORCE(copy->nallocators + copy->ncontexts > 0, -EINVAL,
 		     "%s: provides no allocator and no context", path);
 	LOAD_ENFORCE(!copy->nallocators || copy->allocators, -EPROTO,
@@ -184,26 +193,28 @@ static int check_allocators(const char *path,
 		char why[320];
 
 		if (alloy__check_ops(ops, &copy_size)) {
-			/* Its message without the "alloy__check_ops: " prefix. */
+			/* Its message without the "alloy__check_ops: " prefix.
+			 */
 			const char *m = strstr(alloy_last_error(), ": ");
 
 			snprintf(why, sizeof(why), "%s",
 				 m ? m + 2 : alloy_last_error());
 			return alloy__error(-EINVAL, LOAD,
-					    "%s: allocator #%zu refused: %s", path,
-					    i, why);
+					    "%s: allocator #%zu refused: %s",
+					    path, i, why);
 		}
 		for (size_t j = 0; j < i; j++)
 			LOAD_ENFORCE(strcmp(d->allocators[j].ops->name,
 					    ops->name) != 0,
 				     -EEXIST,
-				     "%s: provides allocator \"%s\" twice", path,
-				     ops->name);
+				     "%s: provides allocator \"%s\" twice",
+				     path, ops->name);
 		other = alloy_find_allocator(ops->name);
-		LOAD_ENFORCE(!other, -EEXIST,
-			     "%s: allocator name \"%s\" is already registered (origin %s)",
-			     path, ops->name,
-			     other ? alloy_allocator_origin(other) : "");
+		LOAD_ENFORCE(
+			!other, -EEXIST,
+			"%s: allocator name \"%s\" is already registered (origin %s)",
+			path, ops->name,
+			other ? alloy_allocator_origin(other) : "");
 	}
 	return 0;
 }
@@ -316,9 +327,10 @@ static int load_locked(const char *path)
 	}
 	entry = (alloy_plugin_entry_fn)dlsym(p->handle, ALLOY_PLUGIN_ENTRY);
 	if (!entry) {
-		rc = alloy__error(-ENOSYS, LOAD,
-				  "%s: no entry symbol %s (is it an alloy plugin?)",
-				  path, ALLOY_PLUGIN_ENTRY);
+		rc = alloy__error(
+			-ENOSYS, LOAD,
+			"%s: no entry symbol %s (is it an alloy plugin?)", path,
+			ALLOY_PLUGIN_ENTRY);
 		goto err_close;
 	}
 	rc = check_descriptor(path, entry(), &p->desc);
@@ -390,9 +402,10 @@ static int check_idle(const struct plugin *p)
 		ENFORCE_IN(UNLOAD, live == 0, -EBUSY,
 			   "%s: allocator \"%s\" still has %lld live blocks",
 			   p->path, p->names[i], live);
-		ENFORCE_IN(UNLOAD, alloy_get_default(type) != a, -EBUSY,
-			   "%s: allocator \"%s\" is the default for %s; set another default first",
-			   p->path, p->names[i], alloy_device_type_name(type));
+		ENFORCE_IN(
+			UNLOAD, alloy_get_default(type) != a, -EBUSY,
+			"%s: allocator \"%s\" is the default for %s; set another default first",
+			p->path, p->names[i], alloy_device_type_name(type));
 	}
 	return 0;
 }
@@ -408,17 +421,18 @@ int alloy_plugin_unload(const char *path)
 	p = find_path_locked(path);
 	if (!p) {
 		pthread_mutex_unlock(&plugin_lock);
-		return alloy__error(-ENOENT, __func__, "%s: no plugin loaded from there",
-				    path);
+		return alloy__error(-ENOENT, __func__,
+				    "%s: no plugin loaded from there", path);
 	}
 	rc = check_idle(p);
 	if (rc)
 		goto out;
 	if (!unregister_all(p)) {
 		/* Lost a race with an allocation: what is left stays. */
-		rc = alloy__error(-EBUSY, __func__,
-				  "%s: an allocator got live blocks while unloading; it stays registered",
-				  path);
+		rc = alloy__error(
+			-EBUSY, __func__,
+			"%s: an allocator got live blocks while unloading; it stays registered",
+			path);
 		goto out;
 	}
 	if (p->desc.fini)
@@ -438,7 +452,8 @@ void alloy__plugins_load_list(const char *list)
 	if (!list || !*list)
 		return;
 	if (strlen(list) >= sizeof(buf)) {
-		fprintf(stderr, "alloy: ALLOY_PLUGINS: longer than %zu characters; ignored\n",
+		fprintf(stderr,
+			"alloy: ALLOY_PLUGINS: longer than %zu characters; ignored\n",
 			sizeof(buf) - 1);
 		return;
 	}

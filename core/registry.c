@@ -28,30 +28,33 @@ int alloy_allocator_name_valid(const char *name)
 	size_t n = name ? strlen(name) : 0;
 
 	return n && n <= ALLOY_NAME_MAX &&
-	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-			    "0123456789_") == n;
+	       strspn(name,
+		      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		      "0123456789_") == n;
 }
 
 int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 {
 	static const size_t required_end =
-		offsetof(struct alloy_allocator_ops, free) +
-		sizeof(ops->free);
+		offsetof(struct alloy_allocator_ops, free) + sizeof(ops->free);
 
 	ALLOY_ENFORCE(ops, -EINVAL, "ops is NULL");
 	ALLOY_ENFORCE(ops->abi_major == ALLOY_ABI_MAJOR, -EINVAL,
 		      "allocator ABI major %u, this alloy speaks %u",
 		      ops->abi_major, ALLOY_ABI_MAJOR);
-	ALLOY_ENFORCE(ops->struct_size >= required_end, -EINVAL,
-		      "ops struct_size %u is smaller than the required part (%zu bytes)",
-		      ops->struct_size, required_end);
+	ALLOY_ENFORCE(
+		ops->struct_size >= required_end, -EINVAL,
+		"ops struct_size %u is smaller than the required part (%zu bytes)",
+		ops->struct_size, required_end);
 	/* Else the copy below would end inside a function pointer. */
-	ALLOY_ENFORCE(ops->struct_size % _Alignof(struct alloy_allocator_ops) == 0,
+	ALLOY_ENFORCE(ops->struct_size % _Alignof(struct alloy_allocator_ops) ==
+			      0,
 		      -EINVAL, "ops struct_size %u is not a multiple of %zu",
 		      ops->struct_size, _Alignof(struct alloy_allocator_ops));
-	ALLOY_ENFORCE(alloy_allocator_name_valid(ops->name), -EINVAL,
-		      "allocator name \"%s\" is not 1..%d characters of [A-Za-z0-9_]",
-		      ops->name ? ops->name : "(null)", ALLOY_NAME_MAX);
+	ALLOY_ENFORCE(
+		alloy_allocator_name_valid(ops->name), -EINVAL,
+		"allocator name \"%s\" is not 1..%d characters of [A-Za-z0-9_]",
+		ops->name ? ops->name : "(null)", ALLOY_NAME_MAX);
 	ALLOY_ENFORCE(ops->device_type >= 0 &&
 			      ops->device_type < ALLOY_DEVICE_TYPE_COUNT,
 		      -EINVAL, "allocator \"%s\": unknown device type %d",
@@ -65,8 +68,8 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 	 * what it has, the rest stays zero (absent).  A newer minor may have
 	 * a longer one: the members we do not know are ignored.
 	 */
-	*copy_size = ops->struct_size < sizeof(*ops) ? ops->struct_size :
-						       sizeof(*ops);
+	*copy_size = ops->struct_size < sizeof(*ops) ? ops->struct_size
+						     : sizeof(*ops);
 	return 0;
 }
 
@@ -104,15 +107,16 @@ static void apply_option(const char *allocator, const char *key,
 	if (strcmp(allocator, a->name) != 0)
 		return;
 	if (!a->ops.set_option) {
-		alloy__conf_report("%s.%s:%s: allocator \"%s\" takes no options; ignored",
-				   allocator, key, value, allocator);
+		alloy__conf_report(
+			"%s.%s:%s: allocator \"%s\" takes no options; ignored",
+			allocator, key, value, allocator);
 		oc->err = -EINVAL;
 		return;
 	}
 	rc = a->ops.set_option(a->ctx, key, value);
 	if (rc) {
-		alloy__conf_report("%s.%s:%s: %s; ignored", allocator, key, value,
-				   alloy_last_error());
+		alloy__conf_report("%s.%s:%s: %s; ignored", allocator, key,
+				   value, alloy_last_error());
 		oc->err = rc;
 	}
 }
@@ -141,9 +145,10 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 			a = &table[i];
 	if (!a) {
 		pthread_mutex_unlock(&registry_lock);
-		return alloy__error(-ENOSPC, __func__,
-				    "cannot register \"%s\": all %d allocator slots in use",
-				    ops->name, ALLOY_MAX_ALLOCATORS);
+		return alloy__error(
+			-ENOSPC, __func__,
+			"cannot register \"%s\": all %d allocator slots in use",
+			ops->name, ALLOY_MAX_ALLOCATORS);
 	}
 	memset(&a->ops, 0, sizeof(a->ops));
 	memcpy(&a->ops, ops, copy_size);
@@ -165,9 +170,10 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 			if (rc > 0)
 				rc = -EIO;
 			if (!strstr(alloy_last_error(), a->name))
-				alloy__error(rc, __func__,
-					     "allocator \"%s\": init failed (%s)",
-					     a->name, alloy_strerror(rc));
+				alloy__error(
+					rc, __func__,
+					"allocator \"%s\": init failed (%s)",
+					a->name, alloy_strerror(rc));
 			return rc;
 		}
 	}
@@ -199,9 +205,10 @@ int alloy_unregister_allocator(const char *name)
 	for (int d = 0; d < ALLOY_DEVICE_TYPE_COUNT; d++) {
 		if (atomic_load(&defaults[d]) == a) {
 			pthread_mutex_unlock(&registry_lock);
-			return alloy__error(-EBUSY, __func__,
-					    "allocator \"%s\" is the default for %s; set another default first",
-					    name, alloy_device_type_name(d));
+			return alloy__error(
+				-EBUSY, __func__,
+				"allocator \"%s\" is the default for %s; set another default first",
+				name, alloy_device_type_name(d));
 		}
 	}
 	/* New allocations see DYING and refuse; wait out those in flight. */
@@ -211,9 +218,10 @@ int alloy_unregister_allocator(const char *name)
 	if (live != 0) {
 		atomic_store(&a->state, ALLOC_LIVE);
 		pthread_mutex_unlock(&registry_lock);
-		return alloy__error(-EBUSY, __func__,
-				    "allocator \"%s\" still has %lld live blocks",
-				    name, (long long)live);
+		return alloy__error(
+			-EBUSY, __func__,
+			"allocator \"%s\" still has %lld live blocks", name,
+			(long long)live);
 	}
 	if (a->ops.fini)
 		a->ops.fini(a->ctx);
@@ -267,8 +275,8 @@ int alloy_foreach_allocator(int (*fn)(struct alloy_allocator *a, void *arg),
 	pthread_mutex_unlock(&registry_lock);
 	/* Registration order: insertion sort on the serial. */
 	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && order[j - 1]->serial > order[j]->serial;
-		     j--) {
+		for (int j = i;
+		     j > 0 && order[j - 1]->serial > order[j]->serial; j--) {
 			struct alloy_allocator *t = order[j];
 
 			order[j] = order[j - 1];
@@ -301,14 +309,15 @@ int alloy_set_default(int device_type, struct alloy_allocator *a)
 	if (atomic_load(&a->state) != ALLOC_LIVE) {
 		pthread_mutex_unlock(&registry_lock);
 		return alloy__error(-ENOENT, __func__,
-				    "allocator \"%s\" is not registered", a->name);
+				    "allocator \"%s\" is not registered",
+				    a->name);
 	}
 	if (a->ops.device_type != device_type) {
 		pthread_mutex_unlock(&registry_lock);
-		return alloy__error(-EINVAL, __func__,
-				    "allocator \"%s\" serves %s, not %s", a->name,
-				    alloy_device_type_name(a->ops.device_type),
-				    alloy_device_type_name(device_type));
+		return alloy__error(
+			-EINVAL, __func__, "allocator \"%s\" serves %s, not %s",
+			a->name, alloy_device_type_name(a->ops.device_type),
+			alloy_device_type_name(device_type));
 	}
 	atomic_store_explicit(&defaults[device_type], a, memory_order_release);
 	pthread_mutex_unlock(&registry_lock);

@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct alloy_allocator *a = NULL;
 	struct alloy_data_ptr dp;
 	char name[80];
-	uint8_t h[8] = {0};
+	uint8_t h[8] = { 0 };
 	bool valid, init_fails;
 	int rc;
 

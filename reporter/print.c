@@ -119,7 +119,7 @@ static int sum_devices(const struct alloy_reporter_snapshot *s,
 			    out[k].d.index == e->device.index)
 				break;
 		if (k == n)
-			out[n++] = (struct device_sum){.d = e->device};
+			out[n++] = (struct device_sum){ .d = e->device };
 		out[k].c.current_bytes += e->c.current_bytes;
 		out[k].c.peak_bytes = e->c.peak_bytes;
 		out[k].c.total_bytes += e->c.total_bytes;
@@ -186,9 +186,9 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 			 enum alloy_report_format format, bool leaks)
 {
 	struct alloy_reporter_snapshot *s;
-	struct out o = {write ? write : stderr_write, arg,
-			format == ALLOY_REPORT_JSON};
-	struct leaks l = {&o, 0, 0};
+	struct out o = { write ? write : stderr_write, arg,
+			 format == ALLOY_REPORT_JSON };
+	struct leaks l = { &o, 0, 0 };
 	struct device_sum devs[ALLOY_REPORTER_MAX_ENTRIES];
 	int ndev;
 	char dev[32];

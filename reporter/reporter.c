@@ -92,7 +92,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	struct rep_stream *st[] = {&R.trace, &R.log};
+	struct rep_stream *st[] = { &R.trace, &R.log };
 
 	R.forked = true;
 	atomic_store(&R.tracing, false);
@@ -162,7 +162,8 @@ static struct rep_entry *entry_make(uint64_t key, const char *name,
 	     k < n; k++, i = (i + 1) % n) {
 		uint64_t have = atomic_load(&alloy__rep_entries[i].key);
 
-		if (!have || entry_is(&alloy__rep_entries[i], have, key, name)) {
+		if (!have ||
+		    entry_is(&alloy__rep_entries[i], have, key, name)) {
 			e = &alloy__rep_entries[i];
 			break;
 		}
@@ -217,8 +218,8 @@ static __thread struct {
 	struct rep_entry *e;
 } last_entry __attribute__((tls_model("initial-exec")));
 
-static inline struct rep_entry *
-entry_get(uint64_t name_hash, const char *name, struct alloy_device d)
+static inline struct rep_entry *entry_get(uint64_t name_hash, const char *name,
+					  struct alloy_device d)
 {
 	uint64_t key = entry_key(name_hash, d);
 

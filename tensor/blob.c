@@ -118,7 +118,9 @@ void *alloy_blob_reset(struct alloy_blob *b, const struct alloy_type_meta *t,
 {
 	if (!b || !t || !obj) {
 		alloy__error(-EINVAL, __func__, "%s is NULL",
-			     !b ? "blob" : !t ? "type" : "object");
+			     !b	  ? "blob"
+			     : !t ? "type"
+				  : "object");
 		return NULL;
 	}
 	if (b->obj == obj) {
@@ -134,7 +136,9 @@ int alloy_blob_share_external(struct alloy_blob *b,
 			      const struct alloy_type_meta *t, void *obj)
 {
 	ALLOY_ENFORCE(b && t && obj, -EINVAL, "%s is NULL",
-		      !b ? "blob" : !t ? "type" : "object");
+		      !b   ? "blob"
+		      : !t ? "type"
+			   : "object");
 	if (b->obj == obj) {
 		b->meta = t;
 		b->owned = false;
@@ -146,8 +150,8 @@ int alloy_blob_share_external(struct alloy_blob *b,
 
 struct alloy_tensor *alloy_blob_get_tensor(const struct alloy_blob *b)
 {
-	return (struct alloy_tensor *)alloy_blob_get(b,
-						     alloy_type(ALLOY_TYPE_TENSOR));
+	return (struct alloy_tensor *)alloy_blob_get(
+		b, alloy_type(ALLOY_TYPE_TENSOR));
 }
 
 struct alloy_tensor *alloy_blob_get_mutable_tensor(struct alloy_blob *b,

@@ -15,7 +15,8 @@
 /* Memory the CPU may touch: elements there can be constructed in place. */
 static bool host_accessible(struct alloy_device dev)
 {
-	return dev.type == ALLOY_DEVICE_CPU || dev.type == ALLOY_DEVICE_CUDA_HOST;
+	return dev.type == ALLOY_DEVICE_CPU ||
+	       dev.type == ALLOY_DEVICE_CUDA_HOST;
 }
 
 int alloy__elems_overflow(const char *func, const struct alloy_type_meta *t,
@@ -39,14 +40,16 @@ int alloy__copy_items(const char *func, const struct alloy_type_meta *t,
 		return 0;
 	if (alloy_type_is_pod(t)) {
 		rc = alloy__elems_bytes(func, t, n, &bytes);
-		return rc ? rc : alloy_copy_bytes(bytes, src, src_dev, dst, dst_dev);
+		return rc ? rc
+			  : alloy_copy_bytes(bytes, src, src_dev, dst, dst_dev);
 	}
 	if (!host_accessible(src_dev) || !host_accessible(dst_dev))
-		return alloy__error(-EINVAL, func,
-				    "elements of non-POD type %s can only be copied in host memory, not %s -> %s",
-				    alloy_type_name(t),
-				    alloy_device_type_name(src_dev.type),
-				    alloy_device_type_name(dst_dev.type));
+		return alloy__error(
+			-EINVAL, func,
+			"elements of non-POD type %s can only be copied in host memory, not %s -> %s",
+			alloy_type_name(t),
+			alloy_device_type_name(src_dev.type),
+			alloy_device_type_name(dst_dev.type));
 	return t->copy(src, dst, n);
 }
 
@@ -90,9 +93,10 @@ int alloy_storage_share_external(struct alloy_storage *s, void *ptr,
 		      "external memory %p needs an element type", ptr);
 	ALLOY_ENFORCE(ptr || capacity == 0, -EINVAL,
 		      "NULL pointer with capacity %zu", capacity);
-	ALLOY_ENFORCE(alloy_storage_unique(s), -EBUSY,
-		      "storage has %ld users; only a unique one can take external memory",
-		      alloy_storage_use_count(s));
+	ALLOY_ENFORCE(
+		alloy_storage_unique(s), -EBUSY,
+		"storage has %ld users; only a unique one can take external memory",
+		alloy_storage_use_count(s));
 	alloy__buffer_release(&s->buf);
 	s->buf.dp = alloy_data_ptr_wrap(ptr, capacity, s->device, deleter, ctx);
 	s->capacity = capacity;
@@ -100,11 +104,10 @@ int alloy_storage_share_external(struct alloy_storage *s, void *ptr,
 	return 0;
 }
 
-struct alloy_storage *alloy_storage_new_external(void *ptr, size_t capacity,
-						 struct alloy_device dev,
-						 const struct alloy_type_meta *dtype,
-						 alloy_deleter_fn deleter,
-						 void *ctx)
+struct alloy_storage *
+alloy_storage_new_external(void *ptr, size_t capacity, struct alloy_device dev,
+			   const struct alloy_type_meta *dtype,
+			   alloy_deleter_fn deleter, void *ctx)
 {
 	struct alloy_storage *s;
 
@@ -173,9 +176,10 @@ int alloy_storage_allocate(struct alloy_storage *s,
 		rc = dtype->ctor(dp.ptr, nelem);
 		if (rc) {
 			alloy_data_ptr_free(&dp);
-			return alloy__error(rc, __func__,
-					    "constructing %zu elements of %s failed",
-					    nelem, dtype->name);
+			return alloy__error(
+				rc, __func__,
+				"constructing %zu elements of %s failed", nelem,
+				dtype->name);
 		}
 	}
 	s->buf.dp = dp;
@@ -220,7 +224,8 @@ struct alloy_device alloy_storage_device(const struct alloy_storage *s)
 	return s ? s->device : ALLOY_CPU;
 }
 
-const struct alloy_data_ptr *alloy_storage_data_ptr(const struct alloy_storage *s)
+const struct alloy_data_ptr *
+alloy_storage_data_ptr(const struct alloy_storage *s)
 {
 	return s ? &s->buf.dp : NULL;
 }

@@ -5,8 +5,8 @@
  *
  * The state machine is Caffe's: bring() (its to_cpu and to_gpu) brings a
  * side up to date (allocating zero-filled memory on first touch, copying
- * when the other side is ahead) and the accessors move the head.  Both copies are
- * DataPtrs, so each returns to the allocator that made it whatever the
+ * when the other side is ahead) and the accessors move the head.  Both copies
+ * are DataPtrs, so each returns to the allocator that made it whatever the
  * defaults are by the time the memory is destroyed.
  */
 #include <stdlib.h>
@@ -21,7 +21,8 @@ struct alloy_syncedmem {
 	struct alloy_data_ptr gpu;
 };
 
-int alloy_syncedmem_create(size_t size, int device, struct alloy_syncedmem **out)
+int alloy_syncedmem_create(size_t size, int device,
+			   struct alloy_syncedmem **out)
 {
 	struct alloy_syncedmem *m;
 
@@ -77,7 +78,8 @@ static int host_type(void)
 
 	if (alloy_get_default(ALLOY_DEVICE_CUDA_HOST))
 		return ALLOY_DEVICE_CUDA_HOST;
-	if (!alloy_has_context(ALLOY_DEVICE_CUDA) || atomic_exchange(&tried, true))
+	if (!alloy_has_context(ALLOY_DEVICE_CUDA) ||
+	    atomic_exchange(&tried, true))
 		return ALLOY_DEVICE_CPU;
 	want = alloy_conf_get("cuda_host");
 	if (want && *want &&
@@ -92,11 +94,13 @@ static int alloc_side(struct alloy_syncedmem *m, bool gpu, unsigned flags)
 	int prev, rc;
 
 	if (!gpu)
-		return alloy_alloc_default(host_type(), m->size, flags, &m->cpu);
+		return alloy_alloc_default(host_type(), m->size, flags,
+					   &m->cpu);
 	prev = alloy_cuda_current_device();
 	rc = alloy_cuda_set_device(m->device);
 	if (!rc)
-		rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, m->size, flags, &m->gpu);
+		rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, m->size, flags,
+					 &m->gpu);
 	alloy_cuda_set_device(prev);
 	if (!rc)
 		m->gpu.device = gpu_dev(m);
@@ -114,15 +118,16 @@ static int bring(struct alloy_syncedmem *m, bool gpu)
 	struct alloy_data_ptr *other = gpu ? &m->cpu : &m->gpu;
 	struct alloy_device mine_dev = gpu ? gpu_dev(m) : ALLOY_CPU;
 	struct alloy_device other_dev = gpu ? ALLOY_CPU : gpu_dev(m);
-	enum alloy_synced_head behind = gpu ? ALLOY_SYNCED_HEAD_AT_CPU :
-					      ALLOY_SYNCED_HEAD_AT_GPU;
+	enum alloy_synced_head behind =
+		gpu ? ALLOY_SYNCED_HEAD_AT_CPU : ALLOY_SYNCED_HEAD_AT_GPU;
 	int rc;
 
 	if (m->head == ALLOY_SYNCED_UNINITIALIZED) {
 		rc = alloc_side(m, gpu, ALLOY_ALLOC_ZERO);
 		if (rc)
 			return rc;
-		m->head = gpu ? ALLOY_SYNCED_HEAD_AT_GPU : ALLOY_SYNCED_HEAD_AT_CPU;
+		m->head = gpu ? ALLOY_SYNCED_HEAD_AT_GPU
+			      : ALLOY_SYNCED_HEAD_AT_CPU;
 		return 0;
 	}
 	if (m->head != behind)
@@ -132,7 +137,8 @@ static int bring(struct alloy_syncedmem *m, bool gpu)
 		if (rc)
 			return rc;
 	}
-	rc = alloy_copy_bytes(m->size, other->ptr, other_dev, mine->ptr, mine_dev);
+	rc = alloy_copy_bytes(m->size, other->ptr, other_dev, mine->ptr,
+			      mine_dev);
 	if (rc)
 		return rc;
 	m->head = ALLOY_SYNCED_SYNCED;
@@ -141,7 +147,7 @@ static int bring(struct alloy_syncedmem *m, bool gpu)
 
 /* Bring one side up to date; a writer then moves the head to it. */
 static void *sync_side(struct alloy_syncedmem *m, const char *func, bool gpu,
-		    bool write)
+		       bool write)
 {
 	if (!m) {
 		alloy__error(-EINVAL, func, "m is NULL");
@@ -150,7 +156,8 @@ static void *sync_side(struct alloy_syncedmem *m, const char *func, bool gpu,
 	if (bring(m, gpu))
 		return NULL;
 	if (write)
-		m->head = gpu ? ALLOY_SYNCED_HEAD_AT_GPU : ALLOY_SYNCED_HEAD_AT_CPU;
+		m->head = gpu ? ALLOY_SYNCED_HEAD_AT_GPU
+			      : ALLOY_SYNCED_HEAD_AT_CPU;
 	return gpu ? m->gpu.ptr : m->cpu.ptr;
 }
 

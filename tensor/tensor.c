@@ -67,7 +67,8 @@ static bool must_free(const struct alloy_tensor *t, size_t needed)
 	if (t->reserved)
 		return false;
 	return !alloy_tensor_keep_on_shrink() ||
-	       (uint64_t)(cap - needed) > alloy_tensor_max_keep_on_shrink_memory();
+	       (uint64_t)(cap - needed) >
+		       alloy_tensor_max_keep_on_shrink_memory();
 }
 
 /* ---- life cycle ----------------------------------------------------- */
@@ -130,7 +131,8 @@ int alloy__tensor_new_storage(const char *func, struct alloy_tensor *t,
 	struct alloy_storage *s = alloy_storage_new(t->device, dtype);
 
 	if (!s)
-		return alloy__error(-ENOMEM, func, "no memory for a new storage");
+		return alloy__error(-ENOMEM, func,
+				    "no memory for a new storage");
 	alloy__tensor_set_storage(t, s);
 	return 0;
 }
@@ -140,8 +142,8 @@ int alloy_tensor_free_memory(struct alloy_tensor *t)
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
 	/* Others still use a shared buffer: only this tensor lets go. */
 	if (!alloy__storage_unique(t->storage))
-		return alloy__tensor_new_storage(__func__, t,
-						 alloy__storage_dtype(t->storage));
+		return alloy__tensor_new_storage(
+			__func__, t, alloy__storage_dtype(t->storage));
 	alloy_storage_reset(t->storage);
 	return 0;
 }
@@ -162,12 +164,15 @@ static int shape(const char *func, const struct alloy_tensor *t,
 
 		if (d < 0)
 			return alloy__error(-EINVAL, func,
-					    "dim %d is %" PRId64 "; dims must be >= 0",
+					    "dim %d is %" PRId64
+					    "; dims must be >= 0",
 					    i, d);
 		if (__builtin_mul_overflow(n, d, &n))
-			return alloy__error(-EOVERFLOW, func,
-					    "the product of the dims overflows at dim %d (%" PRId64 ")",
-					    i, d);
+			return alloy__error(
+				-EOVERFLOW, func,
+				"the product of the dims overflows at dim %d (%" PRId64
+				")",
+				i, d);
 	}
 	rc = alloy__elems_bytes(func, alloy__storage_dtype(t->storage),
 				(uint64_t)n, &b);
@@ -185,9 +190,8 @@ int alloy__tensor_shape(const char *func, const struct alloy_tensor *t,
 			size_t *bytes)
 {
 	if (ndim < 0 || ndim > ALLOY_TENSOR_MAX_DIMS)
-		return alloy__error(-EINVAL, func,
-				    "ndim %d is outside 0..%d", ndim,
-				    ALLOY_TENSOR_MAX_DIMS);
+		return alloy__error(-EINVAL, func, "ndim %d is outside 0..%d",
+				    ndim, ALLOY_TENSOR_MAX_DIMS);
 	if (ndim > 0 && !dims)
 		return alloy__error(-EINVAL, func, "dims is NULL for ndim %d",
 				    ndim);
@@ -248,7 +252,8 @@ int alloy_tensor_reshape(struct alloy_tensor *t, const int64_t *dims, int ndim)
 	if (rc)
 		return rc;
 	ALLOY_ENFORCE(numel == t->numel, -EINVAL,
-		      "new numel %" PRId64 " != current numel %" PRId64 " (use resize)",
+		      "new numel %" PRId64 " != current numel %" PRId64
+		      " (use resize)",
 		      numel, t->numel);
 	alloy__tensor_set_dims(t, dims, ndim, numel);
 	return 0;
@@ -272,14 +277,17 @@ static void *data_checked(const char *func, const struct alloy_tensor *t)
 		return NULL;
 	}
 	if (t->numel == -1) {
-		alloy__error(-EINVAL, func,
-			     "tensor has no dims yet: call resize, then raw_mutable_data");
+		alloy__error(
+			-EINVAL, func,
+			"tensor has no dims yet: call resize, then raw_mutable_data");
 		return NULL;
 	}
 	if (t->numel > 0 && !alloy__storage_data(t->storage)) {
-		alloy__error(-EINVAL, func,
-			     "tensor of %" PRId64 " elements has no buffer yet (allocation is lazy: call raw_mutable_data first)",
-			     t->numel);
+		alloy__error(
+			-EINVAL, func,
+			"tensor of %" PRId64
+			" elements has no buffer yet (allocation is lazy: call raw_mutable_data first)",
+			t->numel);
 		return NULL;
 	}
 	return data_or_empty(t);
@@ -309,7 +317,7 @@ const void *alloy_tensor_data(const struct alloy_tensor *t,
 }
 
 int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
-				const struct alloy_type_meta *dtype, void **out)
+			       const struct alloy_type_meta *dtype, void **out)
 {
 	const struct alloy_type_meta *old;
 	struct alloy_storage *s;
@@ -330,8 +338,9 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 	if (old == dtype && (alloy__storage_data(s) || t->numel == 0))
 		goto out;
 	if (t->numel < 0)
-		return alloy__error(-EINVAL, func,
-				    "tensor has no dims yet: call resize before raw_mutable_data");
+		return alloy__error(
+			-EINVAL, func,
+			"tensor has no dims yet: call resize before raw_mutable_data");
 	rc = alloy__elems_bytes(func, dtype, (uint64_t)t->numel, &bytes);
 	if (rc)
 		return rc;
@@ -422,7 +431,8 @@ size_t alloy_tensor_itemsize(const struct alloy_tensor *t)
 size_t alloy_tensor_nbytes(const struct alloy_tensor *t)
 {
 	/* Overflow was ruled out when the dims or the type were set. */
-	return t && t->numel > 0 ? (size_t)t->numel * alloy_tensor_itemsize(t) : 0;
+	return t && t->numel > 0 ? (size_t)t->numel * alloy_tensor_itemsize(t)
+				 : 0;
 }
 
 size_t alloy_tensor_capacity_nbytes(const struct alloy_tensor *t)
@@ -447,8 +457,8 @@ bool alloy_tensor_is_reserved(const struct alloy_tensor *t)
 
 struct alloy_allocator *alloy_tensor_allocator(const struct alloy_tensor *t)
 {
-	return t ? alloy_data_ptr_allocator(alloy_storage_data_ptr(t->storage)) :
-		   NULL;
+	return t ? alloy_data_ptr_allocator(alloy_storage_data_ptr(t->storage))
+		 : NULL;
 }
 
 int alloy_tensor_debug_string(const struct alloy_tensor *t, char *buf,
@@ -460,17 +470,17 @@ int alloy_tensor_debug_string(const struct alloy_tensor *t, char *buf,
 
 	if (!t)
 		return snprintf(buf, len, "Tensor (null)");
-#define PUT(...)                                                        \
-	do {                                                            \
-		n = snprintf(buf + (off < len ? off : len),             \
-			     off < len ? len - off : 0, __VA_ARGS__);   \
-		off += n > 0 ? (size_t)n : 0;                           \
+#define PUT(...)                                                      \
+	do {                                                          \
+		n = snprintf(buf + (off < len ? off : len),           \
+			     off < len ? len - off : 0, __VA_ARGS__); \
+		off += n > 0 ? (size_t)n : 0;                         \
 	} while (0)
 	PUT("Tensor %s [", alloy_type_name(alloy_tensor_dtype(t)));
 	for (int i = 0; i < t->ndim; i++)
 		PUT("%s%" PRId64, i ? ", " : "", t->dims[i]);
-	PUT("] numel=%" PRId64 " %s:%d capacity=%zu storage_refs=%ld",
-	    t->numel, alloy_device_type_name(t->device.type), t->device.index,
+	PUT("] numel=%" PRId64 " %s:%d capacity=%zu storage_refs=%ld", t->numel,
+	    alloy_device_type_name(t->device.type), t->device.index,
 	    alloy__storage_capacity(t->storage),
 	    alloy__storage_use_count(t->storage));
 	a = alloy_tensor_allocator(t);

@@ -61,14 +61,17 @@ int alloy_tensor_extend(struct alloy_tensor *t, int64_t num, float growth_pct)
 
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
 	ALLOY_ENFORCE(t->ndim >= 1, -EINVAL,
-		      "tensor has %d dims (numel %" PRId64 "); extend needs at least 1",
+		      "tensor has %d dims (numel %" PRId64
+		      "); extend needs at least 1",
 		      t->ndim, t->numel);
-	ALLOY_ENFORCE(num >= 0, -EINVAL, "num is %" PRId64 "; must be >= 0", num);
+	ALLOY_ENFORCE(num >= 0, -EINVAL, "num is %" PRId64 "; must be >= 0",
+		      num);
 	ALLOY_ENFORCE(growth_pct >= 0 && isfinite(growth_pct), -EINVAL,
 		      "growth_pct is %g; must be finite and >= 0",
 		      (double)growth_pct);
 	ALLOY_ENFORCE(!__builtin_add_overflow(t->dims[0], num, &outer),
-		      -EOVERFLOW, "outer dim %" PRId64 " + %" PRId64 " overflows",
+		      -EOVERFLOW,
+		      "outer dim %" PRId64 " + %" PRId64 " overflows",
 		      t->dims[0], num);
 	/* Nothing allocated yet: there is no data to keep. */
 	if (!alloy__storage_data(t->storage))
@@ -77,14 +80,16 @@ int alloy_tensor_extend(struct alloy_tensor *t, int64_t num, float growth_pct)
 	if (rc)
 		return rc;
 	if (bytes > alloy__storage_capacity(t->storage)) {
-		/* Grow the capacity geometrically: amortised O(1) per element. */
+		/* Grow the capacity geometrically: amortised O(1) per element.
+		 */
 		grown = ceil((double)t->dims[0] * (100.0 + growth_pct) / 100.0);
-		cap_outer = grown > (double)outer ?
-				    (grown < 0x1p62 ? (int64_t)grown : INT64_MAX) :
-				    outer;
+		cap_outer =
+			grown > (double)outer
+				? (grown < 0x1p62 ? (int64_t)grown : INT64_MAX)
+				: outer;
 		/* Growth that would overflow falls back to what is asked. */
-		if (alloy__tensor_shape_outer(__func__, t, cap_outer, &cap_numel,
-					      NULL))
+		if (alloy__tensor_shape_outer(__func__, t, cap_outer,
+					      &cap_numel, NULL))
 			cap_numel = numel;
 		rc = regrow(t, cap_numel);
 		if (rc)
@@ -105,17 +110,20 @@ int alloy_tensor_reserve_space(struct alloy_tensor *t, int64_t outer_dim)
 
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
 	ALLOY_ENFORCE(t->numel != -1 && t->ndim >= 1, -EINVAL,
-		      "tensor has %d dims (numel %" PRId64 "); reserve_space needs at least 1",
+		      "tensor has %d dims (numel %" PRId64
+		      "); reserve_space needs at least 1",
 		      t->ndim, t->numel);
 	ALLOY_ENFORCE(outer_dim >= 0, -EINVAL,
 		      "outer_dim is %" PRId64 "; must be >= 0", outer_dim);
 	dtype = alloy__storage_dtype(t->storage);
 	ALLOY_ENFORCE(dtype, -EINVAL,
 		      "tensor has no type yet: call raw_mutable_data first");
-	ALLOY_ENFORCE(alloy__storage_unique(t->storage), -EBUSY,
-		      "storage is shared by %ld users; reserve_space needs it alone",
-		      alloy__storage_use_count(t->storage));
-	rc = alloy__tensor_shape_outer(__func__, t, outer_dim, &cap_numel, &bytes);
+	ALLOY_ENFORCE(
+		alloy__storage_unique(t->storage), -EBUSY,
+		"storage is shared by %ld users; reserve_space needs it alone",
+		alloy__storage_use_count(t->storage));
+	rc = alloy__tensor_shape_outer(__func__, t, outer_dim, &cap_numel,
+				       &bytes);
 	if (rc)
 		return rc;
 	if (bytes <= alloy__storage_capacity(t->storage))
@@ -134,9 +142,11 @@ int alloy_tensor_shrink_to(struct alloy_tensor *t, int64_t outer_dim)
 
 	ALLOY_ENFORCE(t, -EINVAL, "tensor is NULL");
 	ALLOY_ENFORCE(t->ndim >= 1, -EINVAL,
-		      "tensor has %d dims; shrink_to needs at least 1", t->ndim);
+		      "tensor has %d dims; shrink_to needs at least 1",
+		      t->ndim);
 	ALLOY_ENFORCE(outer_dim >= 0 && outer_dim <= t->dims[0], -EINVAL,
-		      "new outer dim %" PRId64 " is outside 0..%" PRId64 " (the current one)",
+		      "new outer dim %" PRId64 " is outside 0..%" PRId64
+		      " (the current one)",
 		      outer_dim, t->dims[0]);
 	ALLOY_ENFORCE(alloy__storage_unique(t->storage), -EBUSY,
 		      "storage is shared by %ld users; use resize instead",
@@ -162,7 +172,8 @@ int alloy_tensor_share_data(struct alloy_tensor *t,
 		      alloy_device_type_name(src->device.type),
 		      src->device.index);
 	ALLOY_ENFORCE(src->numel == t->numel, -EINVAL,
-		      "numel %" PRId64 " != source numel %" PRId64 " (reshape before sharing)",
+		      "numel %" PRId64 " != source numel %" PRId64
+		      " (reshape before sharing)",
 		      t->numel, src->numel);
 	ALLOY_ENFORCE(alloy__storage_data(src->storage) || src->numel == 0,
 		      -EINVAL,
@@ -199,10 +210,11 @@ int alloy_tensor_share_external_pointer(struct alloy_tensor *t, void *ptr,
 			      "tensor has no dims: pass nbytes for %p", ptr);
 		nbytes = need;
 	}
-	ALLOY_ENFORCE(ptr || nbytes == 0, -EINVAL,
-		      "NULL pointer for %zu bytes", nbytes);
+	ALLOY_ENFORCE(ptr || nbytes == 0, -EINVAL, "NULL pointer for %zu bytes",
+		      nbytes);
 	ALLOY_ENFORCE(nbytes >= need, -EINVAL,
-		      "%zu bytes at %p are fewer than numel %" PRId64 " x itemsize %zu",
+		      "%zu bytes at %p are fewer than numel %" PRId64
+		      " x itemsize %zu",
 		      nbytes, ptr, t->numel, dtype->itemsize);
 	if (alloy__storage_unique(t->storage))
 		return alloy_storage_share_external(t->storage, ptr, nbytes,
@@ -228,7 +240,8 @@ int alloy_tensor_copy_from(struct alloy_tensor *t,
 	if (t == src)
 		return 0;
 	ALLOY_ENFORCE(src->numel <= 0 || alloy__storage_data(src->storage),
-		      -EINVAL, "source has %" PRId64 " elements but no buffer yet",
+		      -EINVAL,
+		      "source has %" PRId64 " elements but no buffer yet",
 		      src->numel);
 	dtype = alloy__storage_dtype(src->storage);
 	if (alloy__storage_dtype(t->storage) != dtype || src->numel == -1) {

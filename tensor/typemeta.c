@@ -123,10 +123,10 @@ static const struct alloy_type_meta *lookup(const char *name)
 
 	for (unsigned id = 1; id < n; id++) {
 		const struct alloy_type_meta *t =
-			id < ALLOY_TYPE_BUILTIN_COUNT ?
-				&builtins[id] :
-				atomic_load_explicit(&user_types[id],
-						     memory_order_acquire);
+			id < ALLOY_TYPE_BUILTIN_COUNT
+				? &builtins[id]
+				: atomic_load_explicit(&user_types[id],
+						       memory_order_acquire);
 
 		if (t && strcmp(t->name, name) == 0)
 			return t;
@@ -159,7 +159,8 @@ int alloy_type_register(const struct alloy_type_meta *meta,
 		*out = NULL;
 	ALLOY_ENFORCE(meta && meta->name, -EINVAL, "type %s is NULL",
 		      meta ? "name" : "meta");
-	ALLOY_ENFORCE(meta->name[0] && strlen(meta->name) <= ALLOY_TYPE_NAME_MAX,
+	ALLOY_ENFORCE(meta->name[0] &&
+			      strlen(meta->name) <= ALLOY_TYPE_NAME_MAX,
 		      -EINVAL, "type name \"%s\" must have 1 to %d characters",
 		      meta->name, ALLOY_TYPE_NAME_MAX);
 	ALLOY_ENFORCE(meta->itemsize > 0, -EINVAL, "type \"%s\": itemsize is 0",
@@ -221,8 +222,9 @@ void *alloy_type_new_object(const struct alloy_type_meta *t)
 	/* Zeroed, as `new T()` value-initialises a POD. */
 	obj = calloc(1, t->itemsize);
 	if (!obj) {
-		alloy__error(-ENOMEM, __func__, "no memory for a %s (%zu bytes)",
-			     t->name, t->itemsize);
+		alloy__error(-ENOMEM, __func__,
+			     "no memory for a %s (%zu bytes)", t->name,
+			     t->itemsize);
 		return NULL;
 	}
 	if (t->ctor && (rc = t->ctor(obj, 1)) != 0) {

@@ -12,17 +12,17 @@
 #include "suites.h"
 
 #define DECLARE(name) Suite *suite_##name(void);
-ALLOY_TEST_SUITES(DECLARE)
+ALLOY_TEST_SUITES (DECLARE)
 
-int main(void)
-{
-	SRunner *sr = srunner_create(NULL);
-	int failed;
+	int main(void)
+	{
+		SRunner *sr = srunner_create(NULL);
+		int failed;
 
 #define ADD(name) srunner_add_suite(sr, suite_##name());
-	ALLOY_TEST_SUITES(ADD)
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+		ALLOY_TEST_SUITES (ADD)
+			srunner_run_all(sr, CK_ENV);
+		failed = srunner_ntests_failed(sr);
+		srunner_free(sr);
+		return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	}

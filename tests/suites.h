@@ -13,22 +13,22 @@
 	X(conf)              \
 	X(registry)          \
 	X(default)           \
-	X(context)            \
-	X(plugin)             \
-	X(jemalloc)           \
-	X(mimalloc)           \
-	X(fail)               \
-	X(debug)              \
-	X(typemeta)           \
-	X(storage)            \
-	X(tensor)             \
-	X(tensor_ops)         \
-	X(blob)               \
-	X(workspace)           \
-	X(cuda_caching)       \
-	X(cuda_host)          \
-	X(syncedmem) \
-	X(sweep) \
+	X(context)           \
+	X(plugin)            \
+	X(jemalloc)          \
+	X(mimalloc)          \
+	X(fail)              \
+	X(debug)             \
+	X(typemeta)          \
+	X(storage)           \
+	X(tensor)            \
+	X(tensor_ops)        \
+	X(blob)              \
+	X(workspace)         \
+	X(cuda_caching)      \
+	X(cuda_host)         \
+	X(syncedmem)         \
+	X(sweep)             \
 	X(stress)
 
 #endif /* ALLOY_TESTS_SUITES_H */

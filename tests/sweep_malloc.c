@@ -243,9 +243,9 @@ static const struct config {
 	/* the reporter's streams and per-block backtraces allocate too */
 	bool streams;
 } configs[] = {
-	{"plain", false, false},
-	{"reporter", true, false},
-	{"trace", false, true},
+	{ "plain", false, false },
+	{ "reporter", true, false },
+	{ "trace", false, true },
 };
 
 static int run_config(const struct config *c, const char *dir)

@@ -21,7 +21,7 @@
 /* alloy_alloc in its variants, realloc both ways, the default path. */
 int sweep_wl_alloc(struct alloy_allocator *a)
 {
-	static const size_t sizes[] = {1, 64, 1000, 4096, 1 << 20, 3};
+	static const size_t sizes[] = { 1, 64, 1000, 4096, 1 << 20, 3 };
 	struct alloy_data_ptr b[ARRAY_LEN(sizes) + 1];
 	int rc = 0;
 
@@ -112,7 +112,7 @@ int sweep_wl_churn(struct alloy_allocator *a)
 static int wl_tensor(struct alloy_allocator *a)
 {
 	const struct alloy_type_meta *f32 = alloy_type(ALLOY_TYPE_FLOAT);
-	int64_t dims[2] = {16, 32}, small[2] = {8, 32};
+	int64_t dims[2] = { 16, 32 }, small[2] = { 8, 32 };
 	struct alloy_tensor *t = NULL, *c = NULL, *u = NULL, *v = NULL;
 	int rc = 0;
 
@@ -148,7 +148,7 @@ out:
 static int wl_workspace(struct alloy_allocator *a)
 {
 	const struct alloy_type_meta *i64 = alloy_type(ALLOY_TYPE_INT64);
-	int64_t dims[1] = {1000};
+	int64_t dims[1] = { 1000 };
 	struct alloy_workspace *ws;
 	struct alloy_tensor *t;
 	struct alloy_blob *b;
@@ -252,13 +252,13 @@ static int wl_plugin(struct alloy_allocator *a)
 }
 
 const struct sweep_workload sweep_workloads[] = {
-	{.name = "alloc", .run = sweep_wl_alloc},
-	{.name = "context", .run = wl_context},
-	{.name = "churn", .run = sweep_wl_churn},
-	{.name = "tensor", .run = wl_tensor},
-	{.name = "workspace", .run = wl_workspace},
-	{.name = "syncedmem", .run = wl_syncedmem, .setup = setup_syncedmem},
+	{ .name = "alloc", .run = sweep_wl_alloc },
+	{ .name = "context", .run = wl_context },
+	{ .name = "churn", .run = sweep_wl_churn },
+	{ .name = "tensor", .run = wl_tensor },
+	{ .name = "workspace", .run = wl_workspace },
+	{ .name = "syncedmem", .run = wl_syncedmem, .setup = setup_syncedmem },
 	/* the plugin's allocator is its own: no allocation through "fail" */
-	{.name = "plugin", .run = wl_plugin, .libc_only = true},
+	{ .name = "plugin", .run = wl_plugin, .libc_only = true },
 };
 const size_t sweep_nworkloads = ARRAY_LEN(sweep_workloads);

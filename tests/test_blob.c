@@ -6,8 +6,8 @@
 
 #include "tensorutil.h"
 
-#define INT32 alloy_type(ALLOY_TYPE_INT32)
-#define FLOAT alloy_type(ALLOY_TYPE_FLOAT)
+#define INT32  alloy_type(ALLOY_TYPE_INT32)
+#define FLOAT  alloy_type(ALLOY_TYPE_FLOAT)
 #define DOUBLE alloy_type(ALLOY_TYPE_DOUBLE)
 
 START_TEST(empty_blob)
@@ -18,8 +18,9 @@ START_TEST(empty_blob)
 	ck_assert_ptr_null(alloy_blob_meta(b));
 	ck_assert(!alloy_blob_is_type(b, FLOAT));
 	ck_assert_ptr_null(alloy_blob_get(b, FLOAT));
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_blob_get: blob is empty while caller expects float");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_blob_get: blob is empty while caller expects float");
 	ck_assert_ptr_null(alloy_blob_get_tensor(b));
 	ck_assert(strstr(alloy_last_error(), "expects tensor"));
 	alloy_blob_free(b);
@@ -43,8 +44,9 @@ START_TEST(get_mutable_replaces_other_types)
 	ck_assert_int_eq(*(const int32_t *)alloy_blob_get(b, INT32), 10);
 	ck_assert(alloy_blob_is_type(b, INT32));
 	ck_assert_ptr_null(alloy_blob_get(b, FLOAT));
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_blob_get: blob holds int32 while caller expects float");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_blob_get: blob holds int32 while caller expects float");
 	ck_assert_ptr_eq(alloy_blob_get_mutable(b, INT32, &is_new), i);
 	ck_assert(!is_new);
 	d = alloy_blob_get_mutable(b, DOUBLE, &is_new);

@@ -14,13 +14,14 @@ START_TEST(parse_good)
 {
 	struct alloy__conf c;
 
-	ck_assert_int_eq(alloy__conf_parse(
-				 "cpu:jemalloc, align:4K,zero_fill:yes,"
-				 "report:stderr,report_format:json,"
-				 "cuda_caching.max_split_size:256M,"
-				 "max_keep_on_shrink_memory:1MiB,keep_on_shrink:off",
-				 &c),
-			 0);
+	ck_assert_int_eq(
+		alloy__conf_parse(
+			"cpu:jemalloc, align:4K,zero_fill:yes,"
+			"report:stderr,report_format:json,"
+			"cuda_caching.max_split_size:256M,"
+			"max_keep_on_shrink_memory:1MiB,keep_on_shrink:off",
+			&c),
+		0);
 	ck_assert_str_eq(c.alloc_name[ALLOY_DEVICE_CPU], "jemalloc");
 	ck_assert_uint_eq(c.align, 4096);
 	ck_assert(c.zero_fill);
@@ -138,7 +139,8 @@ START_TEST(bad_parts_do_not_spoil_good_ones)
 {
 	struct alloy__conf c;
 
-	ck_assert_int_eq(alloy__conf_parse("align:3,zero_fill:1,nope:2", &c), 2);
+	ck_assert_int_eq(alloy__conf_parse("align:3,zero_fill:1,nope:2", &c),
+			 2);
 	ck_assert_uint_eq(c.align, 64);
 	ck_assert(c.zero_fill);
 }
@@ -167,8 +169,9 @@ START_TEST(unknown_allocator_falls_back)
 	ck_assert_msg(strstr(alloy_conf_error(0), "using \"default\""), "%s",
 		      alloy_conf_error(0));
 	ck_assert_str_eq(alloy_conf_get("cpu"), "default");
-	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
-			 "default");
+	ck_assert_str_eq(
+		alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+		"default");
 	ck_assert_ok(alloy_context_new(ALLOY_CPU, 100, &dp));
 	alloy_data_ptr_free(&dp);
 }

@@ -39,7 +39,8 @@ START_TEST(copy_bytes_cpu)
 	ck_assert_ok(alloy_copy_bytes(256, src, ALLOY_CPU, dst, ALLOY_CPU));
 	ck_assert_mem_eq(src, dst, 256);
 	/* Overlapping moves within one buffer are allowed. */
-	ck_assert_ok(alloy_copy_bytes(100, src, ALLOY_CPU, src + 10, ALLOY_CPU));
+	ck_assert_ok(
+		alloy_copy_bytes(100, src, ALLOY_CPU, src + 10, ALLOY_CPU));
 	for (int i = 0; i < 100; i++)
 		ck_assert_int_eq(src[10 + i], (char)i);
 	ck_assert_ok(alloy_copy_bytes(0, NULL, ALLOY_CPU, NULL, ALLOY_CPU));
@@ -61,8 +62,10 @@ START_TEST(missing_context_is_enodev)
 	ck_assert(!alloy_has_context(ALLOY_DEVICE_CUDA));
 	ck_assert_int_eq(alloy_context_new(pinned, 8, &dp), -ENODEV);
 	ck_assert(strstr(alloy_last_error(), "cuda_host"));
-	ck_assert_int_eq(alloy_copy_bytes(8, buf, cuda, buf, ALLOY_CPU), -ENODEV);
-	ck_assert_int_eq(alloy_copy_bytes(8, buf, bad, buf, ALLOY_CPU), -EINVAL);
+	ck_assert_int_eq(alloy_copy_bytes(8, buf, cuda, buf, ALLOY_CPU),
+			 -ENODEV);
+	ck_assert_int_eq(alloy_copy_bytes(8, buf, bad, buf, ALLOY_CPU),
+			 -EINVAL);
 	ck_assert_int_eq(alloy_context_new(bad, 8, &dp), -EINVAL);
 }
 END_TEST
@@ -89,8 +92,10 @@ START_TEST(device_context_routes_copies)
 	ck_assert(strstr(alloy_last_error(), "no context for device cuda"));
 	alloy_data_ptr_free(&dp);
 	ck_assert_ok(alloy_unregister_context(ALLOY_DEVICE_CUDA_HOST));
-	ck_assert_int_eq(alloy_unregister_context(ALLOY_DEVICE_CUDA_HOST), -ENOENT);
-	/* Without a pinned-host context, pinned memory is moved as host memory. */
+	ck_assert_int_eq(alloy_unregister_context(ALLOY_DEVICE_CUDA_HOST),
+			 -ENOENT);
+	/* Without a pinned-host context, pinned memory is moved as host memory.
+	 */
 	memset(b, 0, sizeof(b));
 	ck_assert_ok(alloy_copy_bytes(4, a, ALLOY_CPU, b, host));
 	ck_assert_str_eq(b, "abc");

@@ -35,7 +35,8 @@ static struct alloy_cuda_stats stats(struct alloy_allocator *a)
 	return st;
 }
 
-static void *get(struct alloy_allocator *a, size_t size, struct alloy_data_ptr *dp)
+static void *get(struct alloy_allocator *a, size_t size,
+		 struct alloy_data_ptr *dp)
 {
 	ck_assert_ok(alloy_alloc(a, size, 0, 0, dp));
 	return dp->ptr;
@@ -54,13 +55,16 @@ START_TEST(sizes_round_to_512_and_pools_split_at_1MiB)
 	st = stats(a);
 	/* Both small: one 2 MiB segment. */
 	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_SMALL].current, 1);
-	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_SMALL].current, 2 * MiB);
-	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_SMALL].current, 1536);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_SMALL].current,
+			 2 * MiB);
+	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_SMALL].current,
+			 1536);
 	ck_assert_int_eq(st.requested_bytes[ALLOY_CUDA_POOL_ALL].current, 1001);
 	/* 10 MiB and more: its own segment rounded to 2 MiB. */
 	get(a, 11 * MiB + 1, &d4);
 	st = stats(a);
-	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current, 12 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 12 * MiB);
 	/* Just above 1 MiB: large pool, a 20 MiB segment (the rest of the
 	 * 12 MiB one, under 1 MiB, was not split off). */
 	get(a, MiB + 1, &d3);
@@ -76,14 +80,16 @@ START_TEST(sizes_round_to_512_and_pools_split_at_1MiB)
 	alloy_data_ptr_free(&d4);
 	st = stats(a);
 	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
-	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 34 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 34 * MiB);
 }
 END_TEST
 
 START_TEST(steady_state_makes_no_device_calls)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
-	static const size_t sizes[] = { 100, 4096, 300 * KiB, 3 * MiB, 64 * MiB };
+	static const size_t sizes[] = { 100, 4096, 300 * KiB, 3 * MiB,
+					64 * MiB };
 	struct alloy_data_ptr dp[5];
 	struct alloy_cuda_sim_counts c0, c1;
 
@@ -113,7 +119,8 @@ START_TEST(best_fit_takes_the_smallest_hole)
 	for (int i = 0; i < 7; i++)
 		get(a, sizes[i], &dp[i]);
 	for (int i = 1; i < 7; i++)
-		ck_assert_ptr_eq((char *)dp[i - 1].ptr + sizes[i - 1], dp[i].ptr);
+		ck_assert_ptr_eq((char *)dp[i - 1].ptr + sizes[i - 1],
+				 dp[i].ptr);
 	void *hole8 = dp[4].ptr, *hole12 = dp[6].ptr;
 
 	alloy_data_ptr_free(&dp[0]);
@@ -161,7 +168,8 @@ START_TEST(split_blocks_merge_back_when_freed)
 	alloy_data_ptr_free(&z); /* everything merges: one free block */
 	st = stats(a);
 	ck_assert_int_eq(st.inactive_split[ALLOY_CUDA_POOL_ALL].current, 0);
-	ck_assert_int_eq(st.inactive_split_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_int_eq(st.inactive_split_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 0);
 	ck_assert_ok(alloy_cuda_caching_foreach_block(a, count_blocks, &n));
 	ck_assert_int_eq(n, 1);
 }
@@ -204,7 +212,8 @@ START_TEST(record_stream_delays_reuse_until_the_work_is_done)
 	alloy_data_ptr_free(&x);
 	st = stats(a);
 	ck_assert_int_eq(st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
-	ck_assert_int_eq(st.active_bytes[ALLOY_CUDA_POOL_ALL].current, 256 * KiB);
+	ck_assert_int_eq(st.active_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 256 * KiB);
 	get(a, 256 * KiB, &y);
 	ck_assert_ptr_ne(y.ptr, p);
 	/* The copy on s1 finishes: the block comes back. */
@@ -254,7 +263,8 @@ START_TEST(empty_cache_returns_every_unused_segment)
 	alloy_data_ptr_free(&y);
 	ck_assert_int_eq(alloy_cuda_caching_empty_cache(a), (20 + 50) * MiB);
 	st = stats(a);
-	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 2 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 2 * MiB);
 	ck_assert_int_eq(st.num_device_free, 2);
 	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
 	ck_assert_uint_eq(c.dev_bytes_in_use, 2 * MiB);
@@ -262,7 +272,8 @@ START_TEST(empty_cache_returns_every_unused_segment)
 	ck_assert_int_eq(alloy_allocator_trim(a), 2 * MiB);
 	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
 	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
-	ck_assert_int_eq(stats(a).reserved_bytes[ALLOY_CUDA_POOL_ALL].peak, 72 * MiB);
+	ck_assert_int_eq(stats(a).reserved_bytes[ALLOY_CUDA_POOL_ALL].peak,
+			 72 * MiB);
 }
 END_TEST
 
@@ -274,12 +285,13 @@ START_TEST(out_of_memory_frees_the_cache_and_retries)
 
 	get(a, 12 * MiB, &x);
 	alloy_data_ptr_free(&x); /* cached: 12 of 32 MiB reserved, too small */
-	get(a, 24 * MiB, &x);    /* only fits once the cache is released */
+	get(a, 24 * MiB, &x);	 /* only fits once the cache is released */
 	st = stats(a);
 	ck_assert_int_eq(st.num_alloc_retries, 1);
 	ck_assert_int_eq(st.num_ooms, 0);
 	ck_assert_int_eq(st.num_device_free, 1);
-	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 24 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 24 * MiB);
 	alloy_data_ptr_free(&x);
 }
 END_TEST
@@ -322,11 +334,15 @@ START_TEST(out_of_memory_message_gives_the_figures)
 	p = ops->alloc(alloy_allocator_ctx(a), 30 * MiB, 0, 0);
 	ck_assert_ptr_null(p);
 	msg = alloy_last_error();
-	ck_assert_msg(strstr(msg, "cc_test: out of memory: tried to allocate 30.00 MiB"),
+	ck_assert_msg(
+		strstr(msg,
+		       "cc_test: out of memory: tried to allocate 30.00 MiB"),
+		"%s", msg);
+	ck_assert_msg(strstr(msg, "device total 64.00 MiB, free 4.00 MiB"),
 		      "%s", msg);
-	ck_assert_msg(strstr(msg, "device total 64.00 MiB, free 4.00 MiB"), "%s", msg);
 	ck_assert_msg(strstr(msg, "allocated 52.00 MiB"), "%s", msg);
-	ck_assert_msg(strstr(msg, "reserved but unallocated 8.00 MiB"), "%s", msg);
+	ck_assert_msg(strstr(msg, "reserved but unallocated 8.00 MiB"), "%s",
+		      msg);
 	ck_assert_msg(strstr(msg, "largest free block 6.00 MiB"), "%s", msg);
 	st = stats(a);
 	ck_assert_int_eq(st.num_ooms, 1);
@@ -404,7 +420,8 @@ START_TEST(max_split_size_keeps_big_blocks_whole)
 	/* 90 MiB is close enough (within 20 MiB) to take it whole. */
 	get(a, 90 * MiB, &y);
 	ck_assert_ptr_eq(y.ptr, p);
-	ck_assert_uint_eq(alloy_allocator_usable_size(a, y.ptr, 90 * MiB), 100 * MiB);
+	ck_assert_uint_eq(alloy_allocator_usable_size(a, y.ptr, 90 * MiB),
+			  100 * MiB);
 	alloy_data_ptr_free(&y);
 	ck_assert_int_eq(stats(a).num_device_alloc, 2);
 }
@@ -417,16 +434,22 @@ START_TEST(bad_options_are_refused_with_clear_errors)
 	void *ctx = alloy_allocator_ctx(a);
 
 	ck_assert_int_eq(ops->set_option(ctx, "max_split_size", "1M"), -ERANGE);
-	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "max_split_size \"1M\""));
-	ck_assert_int_eq(ops->set_option(ctx, "roundup_power2_divisions", "3"), -ERANGE);
-	ck_assert_int_eq(ops->set_option(ctx, "garbage_collection_threshold", "1.0"),
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(), "max_split_size \"1M\""));
+	ck_assert_int_eq(ops->set_option(ctx, "roundup_power2_divisions", "3"),
 			 -ERANGE);
-	ck_assert_int_eq(ops->set_option(ctx, "garbage_collection_threshold", "x"),
-			 -ERANGE);
+	ck_assert_int_eq(
+		ops->set_option(ctx, "garbage_collection_threshold", "1.0"),
+		-ERANGE);
+	ck_assert_int_eq(
+		ops->set_option(ctx, "garbage_collection_threshold", "x"),
+		-ERANGE);
 	ck_assert_int_eq(ops->set_option(ctx, "memory_fraction", "0"), -ERANGE);
-	ck_assert_int_eq(ops->set_option(ctx, "memory_fraction", "1.5"), -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "memory_fraction", "1.5"),
+			 -ERANGE);
 	ck_assert_int_eq(ops->set_option(ctx, "no_such_thing", "1"), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "unknown option \"no_such_thing\""));
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(), "unknown option \"no_such_thing\""));
 	ck_assert_ok(ops->set_option(ctx, "memory_fraction", "1"));
 	ck_assert_ok(ops->set_option(ctx, "max_split_size", "unlimited"));
 }
@@ -454,9 +477,9 @@ START_TEST(capacity_option_sizes_the_simulated_device)
 	a = alloy_find_allocator("cuda_caching_sim");
 	ck_assert_int_eq(alloy_alloc(a, 100 * MiB, 0, 0, &x), -ENOMEM);
 	ck_assert_ptr_null(alloy_allocator_ops(a)->alloc(alloy_allocator_ctx(a),
-							  100 * MiB, 0, 0));
-	ck_assert_msg(strstr(alloy_last_error(), "device total 64.00 MiB"), "%s",
-		      alloy_last_error());
+							 100 * MiB, 0, 0));
+	ck_assert_msg(strstr(alloy_last_error(), "device total 64.00 MiB"),
+		      "%s", alloy_last_error());
 	get(a, 60 * MiB, &x);
 	alloy_data_ptr_free(&x);
 }
@@ -483,7 +506,8 @@ START_TEST(memory_fraction_limits_what_is_reserved)
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 	struct alloy_data_ptr x;
 
-	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "memory_fraction", "0.5"));
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "memory_fraction",
+				     "0.5"));
 	ck_assert_int_eq(alloy_alloc(a, 40 * MiB, 0, 0, &x), -ENOMEM);
 	ck_assert_int_eq(stats(a).num_ooms, 1);
 	ck_assert_int_eq(stats(a).num_device_alloc, 0);
@@ -506,10 +530,11 @@ START_TEST(garbage_collection_releases_the_oldest_unused_segments)
 	alloy_data_ptr_free(&x);
 	p32 = get(a, 32 * MiB, &y);
 	alloy_data_ptr_free(&y); /* 62 MiB cached, above 50 */
-	get(a, 34 * MiB, &x);    /* GC frees the 30 MiB one (older) only */
+	get(a, 34 * MiB, &x);	 /* GC frees the 30 MiB one (older) only */
 	st = stats(a);
 	ck_assert_int_eq(st.num_device_free, 1);
-	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 66 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 66 * MiB);
 	alloy_data_ptr_free(&x);
 	get(a, 32 * MiB, &y);
 	ck_assert_ptr_eq(y.ptr, p32);
@@ -545,20 +570,25 @@ START_TEST(bad_requests_fail_cleanly)
 	ck_assert_ptr_null(ops->alloc(alloy_allocator_ctx(a), 100, 4096, 0));
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "alignment 4096"));
 	ops->free(alloy_allocator_ctx(a), &dummy, 4, 8);
-	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "was not allocated here"));
-	ck_assert_int_eq(ops->record_stream(alloy_allocator_ctx(a), &dummy, NULL),
-			 -EINVAL);
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(), "was not allocated here"));
+	ck_assert_int_eq(
+		ops->record_stream(alloy_allocator_ctx(a), &dummy, NULL),
+		-EINVAL);
 	ck_assert_ok(alloy_cuda_set_device(1));
 	ck_assert_ptr_null(ops->alloc(alloy_allocator_ctx(a), 100, 0, 0));
-	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "device 1 does not exist"));
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(), "device 1 does not exist"));
 	ck_assert_int_eq(alloy_cuda_set_device(-1), -ENODEV);
-	ck_assert_int_eq(alloy_cuda_caching_stats(alloy_find_allocator("default"), 0,
-						  &(struct alloy_cuda_stats){ .size = 8 }),
+	ck_assert_int_eq(alloy_cuda_caching_stats(
+				 alloy_find_allocator("default"), 0,
+				 &(struct alloy_cuda_stats){ .size = 8 }),
 			 -EINVAL);
 }
 END_TEST
 
-/* ---- statistics equal the sums over the snapshot -------------------------- */
+/* ---- statistics equal the sums over the snapshot --------------------------
+ */
 
 struct sums {
 	int64_t allocation[3], segment[3], active[3], inactive_split[3];
@@ -653,18 +683,21 @@ static void check_against_snapshot(struct alloy_allocator *a)
 		ck_assert_int_eq(st.allocation[p].current, s.allocation[p]);
 		ck_assert_int_eq(st.segment[p].current, s.segment[p]);
 		ck_assert_int_eq(st.active[p].current, s.active[p]);
-		ck_assert_int_eq(st.inactive_split[p].current, s.inactive_split[p]);
+		ck_assert_int_eq(st.inactive_split[p].current,
+				 s.inactive_split[p]);
 		ck_assert_int_eq(st.allocated_bytes[p].current, s.allocated[p]);
 		ck_assert_int_eq(st.reserved_bytes[p].current, s.reserved[p]);
 		ck_assert_int_eq(st.active_bytes[p].current, s.active_bytes[p]);
-		ck_assert_int_eq(st.inactive_split_bytes[p].current, s.split_bytes[p]);
+		ck_assert_int_eq(st.inactive_split_bytes[p].current,
+				 s.split_bytes[p]);
 		ck_assert_int_eq(st.requested_bytes[p].current, s.requested[p]);
 	}
 	/* The JSON shows the same blocks. */
 	f = open_memstream(&json, &len);
 	ck_assert_ok(alloy_cuda_caching_snapshot_json(a, writer, f));
 	fclose(f);
-	ck_assert_ok(alloy_cuda_caching_foreach_block(a, count_blocks, &nblocks));
+	ck_assert_ok(
+		alloy_cuda_caching_foreach_block(a, count_blocks, &nblocks));
 	for (const char *p = json; (p = strstr(p, "\"state\":")); p++)
 		nstates++;
 	ck_assert_int_eq(nstates, nblocks);
@@ -693,14 +726,23 @@ START_TEST(stats_equal_the_sums_over_the_snapshot)
 
 		if (live[i].ptr) {
 			if (r % 7 == 0)
-				ck_assert_ok(alloy_cuda_record_stream(&live[i], s1));
+				ck_assert_ok(
+					alloy_cuda_record_stream(&live[i], s1));
 			alloy_data_ptr_free(&live[i]);
 		} else {
 			switch (r % 4) {
-			case 0: size = 1 + r % 4096; break;
-			case 1: size = 1 + r % MiB; break;
-			case 2: size = MiB + r % (9 * MiB); break;
-			default: size = 10 * MiB + r % (30 * MiB); break;
+			case 0:
+				size = 1 + r % 4096;
+				break;
+			case 1:
+				size = 1 + r % MiB;
+				break;
+			case 2:
+				size = MiB + r % (9 * MiB);
+				break;
+			default:
+				size = 10 * MiB + r % (30 * MiB);
+				break;
 			}
 			ck_assert_ok(alloy_alloc(a, size, 0, 0, &live[i]));
 		}
@@ -738,11 +780,12 @@ static void check_disjoint(const struct range *r, int n, uintptr_t lo,
 {
 	for (int i = 0; i < n; i++)
 		if (r[i].used)
-			ck_assert_msg(hi <= r[i].lo || lo >= r[i].hi,
-				      "[%#lx,%#lx) overlaps [%#lx,%#lx) (stream %d)",
-				      (unsigned long)lo, (unsigned long)hi,
-				      (unsigned long)r[i].lo, (unsigned long)r[i].hi,
-				      r[i].stream);
+			ck_assert_msg(
+				hi <= r[i].lo || lo >= r[i].hi,
+				"[%#lx,%#lx) overlaps [%#lx,%#lx) (stream %d)",
+				(unsigned long)lo, (unsigned long)hi,
+				(unsigned long)r[i].lo, (unsigned long)r[i].hi,
+				r[i].stream);
 }
 
 START_TEST(no_block_is_reused_before_its_streams_are_done)
@@ -776,17 +819,18 @@ START_TEST(no_block_is_reused_before_its_streams_are_done)
 			struct range *lr = &r[live_range[i]];
 
 			if (rec[i] >= 0) {
-				ck_assert_ok(alloy_cuda_record_stream(&live[i],
-								      streams[rec[i]]));
-				lr->stream = rec[i]; /* protected until it completes */
+				ck_assert_ok(alloy_cuda_record_stream(
+					&live[i], streams[rec[i]]));
+				lr->stream = rec[i]; /* protected until it
+							completes */
 			} else {
 				lr->used = false;
 			}
 			alloy_data_ptr_free(&live[i]);
 		} else {
-			size_t size = x % 3 == 0 ? 1 + x % 3000 :
-				      x % 3 == 1 ? 1 + x % (2 * MiB) :
-						   MiB + x % (30 * MiB);
+			size_t size = x % 3 == 0   ? 1 + x % 3000
+				      : x % 3 == 1 ? 1 + x % (2 * MiB)
+						   : MiB + x % (30 * MiB);
 			uintptr_t lo;
 
 			if (n == RANGES) { /* compact the model */
@@ -802,7 +846,8 @@ START_TEST(no_block_is_reused_before_its_streams_are_done)
 				for (int k = 0; k < n; k++)
 					for (int l = 0; l < LIVE; l++)
 						if (live[l].ptr &&
-						    (uintptr_t)live[l].ptr == r[k].lo &&
+						    (uintptr_t)live[l].ptr ==
+							    r[k].lo &&
 						    r[k].stream < 0)
 							live_range[l] = k;
 			}
@@ -879,7 +924,8 @@ START_TEST(peaks_reset_to_current)
 	ck_assert_int_eq(stats(a).allocated_bytes[0].peak, 30 * MiB + 4096);
 	ck_assert_ok(alloy_cuda_caching_reset_peaks(a, 0));
 	ck_assert_int_eq(stats(a).allocated_bytes[0].peak, 4096);
-	ck_assert_int_eq(stats(a).allocated_bytes[0].allocated, 30 * MiB + 4096);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].allocated,
+			 30 * MiB + 4096);
 	alloy_data_ptr_free(&y);
 }
 END_TEST
@@ -945,8 +991,8 @@ START_TEST(plain_allocator_makes_a_device_call_per_block)
 	ck_assert_uint_eq(c.dev_frees, 20);
 	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
 	/* Beyond the device: the source's message comes through the op. */
-	ck_assert_ptr_null(alloy_allocator_ops(pl)->alloc(alloy_allocator_ctx(pl),
-							   100 * MiB, 0, 0));
+	ck_assert_ptr_null(alloy_allocator_ops(pl)->alloc(
+		alloy_allocator_ctx(pl), 100 * MiB, 0, 0));
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "out of memory"));
 	alloy_allocator_ops(pl)->free(alloy_allocator_ctx(pl), &dummy, 4, 8);
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "double free"));
@@ -1005,9 +1051,11 @@ START_TEST(conf_selects_it_as_the_cuda_default)
 	ck_assert_int_eq(alloy_init(), 0);
 	ck_assert_ptr_eq(alloy_get_default(ALLOY_DEVICE_CUDA),
 			 alloy_find_allocator("cuda_caching_sim"));
-	ck_assert_ptr_nonnull(alloy_cuda_sim_of(alloy_find_allocator("cuda_caching_sim")));
-	ck_assert_ptr_eq(alloy_cuda_sim_of(alloy_find_allocator("cuda_caching_sim")),
-			 alloy_cuda_sim_builtin());
+	ck_assert_ptr_nonnull(
+		alloy_cuda_sim_of(alloy_find_allocator("cuda_caching_sim")));
+	ck_assert_ptr_eq(
+		alloy_cuda_sim_of(alloy_find_allocator("cuda_caching_sim")),
+		alloy_cuda_sim_builtin());
 }
 END_TEST
 
@@ -1018,7 +1066,8 @@ static void *thread_main(void *arg)
 
 	for (int it = 0; it < 2000; it++) {
 		for (int i = 0; i < 8; i++)
-			if (alloy_alloc(a, (size_t)(i + 1) * 3000 + (size_t)it, 0, 0, &dp[i]))
+			if (alloy_alloc(a, (size_t)(i + 1) * 3000 + (size_t)it,
+					0, 0, &dp[i]))
 				return (void *)1;
 		for (int i = 0; i < 8; i++)
 			alloy_data_ptr_free(&dp[i]);
@@ -1033,7 +1082,8 @@ START_TEST(threads_share_it_safely)
 	void *ret;
 
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, a), 0);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, a),
+				 0);
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(pthread_join(t[i], &ret), 0);
 		ck_assert_ptr_null(ret);
@@ -1058,7 +1108,8 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, free_async_on_another_stream_waits_for_it);
 	tcase_add_test(tc, empty_cache_returns_every_unused_segment);
 	tcase_add_test(tc, out_of_memory_frees_the_cache_and_retries);
-	tcase_add_test(tc, out_of_memory_synchronizes_pending_frees_and_retries);
+	tcase_add_test(tc,
+		       out_of_memory_synchronizes_pending_frees_and_retries);
 	tcase_add_test(tc, out_of_memory_message_gives_the_figures);
 	tcase_add_test(tc, big_segments_are_kept_for_big_requests);
 	tcase_add_test(tc, under_pressure_any_segment_serves);
@@ -1068,7 +1119,8 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, capacity_option_sizes_the_simulated_device);
 	tcase_add_test(tc, roundup_power2_divisions_rounds_to_a_division);
 	tcase_add_test(tc, memory_fraction_limits_what_is_reserved);
-	tcase_add_test(tc, garbage_collection_releases_the_oldest_unused_segments);
+	tcase_add_test(tc,
+		       garbage_collection_releases_the_oldest_unused_segments);
 	tcase_add_test(tc, zero_flag_zeroes_reused_blocks);
 	tcase_add_test(tc, bad_requests_fail_cleanly);
 	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);

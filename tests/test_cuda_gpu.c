@@ -23,13 +23,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			printf("FAIL %s:%d: %s (%s)\n", __FILE__, __LINE__,  \
-			       #cond, alloy_last_error());                   \
-			failures++;                                          \
-		}                                                            \
+#define CHECK(cond)                                                         \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			printf("FAIL %s:%d: %s (%s)\n", __FILE__, __LINE__, \
+			       #cond, alloy_last_error());                  \
+			failures++;                                         \
+		}                                                           \
 	} while (0)
 
 static const struct alloy_device gpu = { ALLOY_DEVICE_CUDA, 0 };
@@ -82,7 +82,8 @@ static void test_pinned_and_syncedmem(void)
 	unsigned char *p;
 	const unsigned char *q;
 
-	CHECK(alloy_set_default_by_name(ALLOY_DEVICE_CUDA_HOST, "cuda_host") == 0);
+	CHECK(alloy_set_default_by_name(ALLOY_DEVICE_CUDA_HOST, "cuda_host") ==
+	      0);
 	CHECK(alloy_syncedmem_create(4096, 0, &m) == 0);
 	p = alloy_syncedmem_mutable_cpu_data(m);
 	CHECK(p != NULL);

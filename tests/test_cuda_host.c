@@ -17,7 +17,8 @@ static struct alloy_allocator *fresh(void)
 
 	ck_assert_ok(alloy_cuda_sim_create(1ull << 30, &sim));
 	ck_assert_ok(alloy_cuda_host_register_sim(sim, "ch_test", &a));
-	ck_assert_int_eq(alloy_allocator_device_type(a), ALLOY_DEVICE_CUDA_HOST);
+	ck_assert_int_eq(alloy_allocator_device_type(a),
+			 ALLOY_DEVICE_CUDA_HOST);
 	return a;
 }
 
@@ -95,21 +96,26 @@ START_TEST(async_copies_record_the_pinned_block_themselves)
 	void *s1, *p;
 
 	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
-	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA, "cuda_caching_sim"));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
 	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA_HOST, host));
 	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &s1));
-	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &pin));
+	ck_assert_ok(
+		alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &pin));
 	ck_assert_ok(alloy_context_new(gpu, 4096, &dev));
 	memset(pin.ptr, 7, 4096);
 	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, true));
-	ck_assert_ok(alloy_copy_bytes_async(4096, pin.ptr, ALLOY_CPU, dev.ptr, gpu, s1));
+	ck_assert_ok(alloy_copy_bytes_async(4096, pin.ptr, ALLOY_CPU, dev.ptr,
+					    gpu, s1));
 	p = pin.ptr;
 	alloy_data_ptr_free(&pin);
-	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &again));
+	ck_assert_ok(
+		alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &again));
 	ck_assert_ptr_ne(again.ptr, p);
 	alloy_data_ptr_free(&again);
 	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, false));
-	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &again));
+	ck_assert_ok(
+		alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &again));
 	ck_assert_ptr_eq(again.ptr, p);
 	alloy_data_ptr_free(&again);
 	alloy_data_ptr_free(&dev);
@@ -145,7 +151,8 @@ START_TEST(bad_frees_and_records_are_reported)
 	int dummy;
 
 	ops->free(ctx, &dummy, 4, 8);
-	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "not a live pinned block"));
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(), "not a live pinned block"));
 	ck_assert_ok(alloy_alloc(a, 100, 0, 0, &x));
 	p = x.ptr;
 	alloy_data_ptr_free(&x);

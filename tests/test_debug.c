@@ -284,7 +284,7 @@ END_TEST
 
 START_TEST(reports_go_to_stderr)
 {
-	char buf[8192] = {0};
+	char buf[8192] = { 0 };
 	FILE *tmp = tmpfile();
 	int saved = dup(2);
 	char *p;

@@ -84,11 +84,13 @@ START_TEST(zero_fill_zeroes)
 	for (size_t size = 8; size <= 65536; size *= 2) {
 		dirty_heap(size);
 		ck_assert_ok(alloy_context_new(ALLOY_CPU, size, &dp));
-		ck_assert_msg(all_bytes(dp.ptr, size, 0), "size %zu not zero", size);
+		ck_assert_msg(all_bytes(dp.ptr, size, 0), "size %zu not zero",
+			      size);
 		memset(dp.ptr, 0xff, size);
 		alloy_data_ptr_free(&dp);
 		ck_assert_ok(alloy_context_new(ALLOY_CPU, size, &dp));
-		ck_assert_msg(all_bytes(dp.ptr, size, 0), "reused %zu not zero", size);
+		ck_assert_msg(all_bytes(dp.ptr, size, 0), "reused %zu not zero",
+			      size);
 		alloy_data_ptr_free(&dp);
 	}
 }

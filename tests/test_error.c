@@ -17,7 +17,8 @@ START_TEST(message_names_function_and_values)
 	ck_assert_ptr_null(dp.ptr);
 	ck_assert_msg(strstr(alloy_last_error(), "alloy_alloc"), "%s",
 		      alloy_last_error());
-	ck_assert_msg(strstr(alloy_last_error(), "48"), "%s", alloy_last_error());
+	ck_assert_msg(strstr(alloy_last_error(), "48"), "%s",
+		      alloy_last_error());
 	alloy_clear_error();
 	ck_assert_str_eq(alloy_last_error(), "");
 }

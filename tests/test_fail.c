@@ -48,7 +48,7 @@ END_TEST
 START_TEST(message_says_which_and_why)
 {
 	struct alloy_allocator *f = alloy_find_allocator("fail");
-	struct alloy_fail_config plan = {.nth = 2};
+	struct alloy_fail_config plan = { .nth = 2 };
 	struct alloy_data_ptr dp;
 
 	ck_assert_ok(alloy_fail_configure(&plan));
@@ -60,7 +60,7 @@ START_TEST(message_says_which_and_why)
 			strstr(alloy_last_error(),
 			       "allocation 2 failed as planned (nth 2, run 1)"),
 		"message: %s", alloy_last_error());
-	plan = (struct alloy_fail_config){.probability = 1.0};
+	plan = (struct alloy_fail_config){ .probability = 1.0 };
 	ck_assert_ok(alloy_fail_configure(&plan));
 	ck_assert_int_eq(alloy_alloc(f, 24, 0, 0, &dp), -ENOMEM);
 	ck_assert_msg(
@@ -98,13 +98,13 @@ END_TEST
 START_TEST(configure_restarts_the_count)
 {
 	struct alloy_allocator *f = alloy_find_allocator("fail");
-	struct alloy_fail_config c = {.nth = 4};
+	struct alloy_fail_config c = { .nth = 4 };
 
 	failure_pattern(f, 10);
 	ck_assert_ok(alloy_fail_configure(&c));
 	ck_assert_uint_eq(alloy_fail_count(), 0);
 	ck_assert_uint_eq(failure_pattern(f, 10), 1u << 3);
-	c = (struct alloy_fail_config){.nth = 1, .run = 2};
+	c = (struct alloy_fail_config){ .nth = 1, .run = 2 };
 	ck_assert_ok(alloy_fail_configure(&c));
 	ck_assert_uint_eq(failure_pattern(f, 10), 0x3);
 	ck_assert_uint_eq(alloy_fail_injected(), 2);
@@ -114,8 +114,8 @@ END_TEST
 START_TEST(bad_probability_keeps_the_plan)
 {
 	struct alloy_allocator *f = alloy_find_allocator("fail");
-	struct alloy_fail_config good = {.nth = 2};
-	struct alloy_fail_config bad = {.probability = 1.5};
+	struct alloy_fail_config good = { .nth = 2 };
+	struct alloy_fail_config bad = { .probability = 1.5 };
 
 	ck_assert_ok(alloy_fail_configure(&good));
 	ck_assert_int_eq(alloy_fail_configure(&bad), -EINVAL);
@@ -132,7 +132,7 @@ END_TEST
 START_TEST(probability_is_seeded_and_roughly_right)
 {
 	struct alloy_allocator *f = alloy_find_allocator("fail");
-	struct alloy_fail_config c = {.probability = 0.25, .seed = 42};
+	struct alloy_fail_config c = { .probability = 0.25, .seed = 42 };
 	uint64_t a, b, other;
 
 	ck_assert_ok(alloy_fail_configure(&c));
@@ -153,7 +153,7 @@ START_TEST(probability_is_seeded_and_roughly_right)
 	ck_assert_uint_gt(alloy_fail_injected(), 850);
 	ck_assert_uint_lt(alloy_fail_injected(), 1150);
 
-	c = (struct alloy_fail_config){.probability = 1.0};
+	c = (struct alloy_fail_config){ .probability = 1.0 };
 	ck_assert_ok(alloy_fail_configure(&c));
 	ck_assert_uint_eq(failure_pattern(f, 64), UINT64_MAX);
 	c.probability = 0.0;
@@ -276,7 +276,7 @@ END_TEST
 START_TEST(realloc_failure_leaves_the_block)
 {
 	struct alloy_allocator *f = alloy_find_allocator("fail");
-	struct alloy_fail_config c = {.nth = 2};
+	struct alloy_fail_config c = { .nth = 2 };
 	struct alloy_data_ptr dp;
 
 	ck_assert_ok(alloy_fail_configure(&c));

@@ -145,7 +145,8 @@ START_TEST(dedicated_arena)
 	ck_assert_int_eq(mallctl("thread.arena", &mine, &len, NULL, 0), 0);
 	p = dp[0].ptr;
 	len = sizeof(theirs);
-	ck_assert_int_eq(mallctl("arenas.lookup", &theirs, &len, &p, sizeof(p)), 0);
+	ck_assert_int_eq(mallctl("arenas.lookup", &theirs, &len, &p, sizeof(p)),
+			 0);
 	ck_assert_uint_ne(mine, theirs);
 	ck_assert_ok(alloy_allocator_stats(a, &st));
 	ck_assert_uint_eq(st.allocated, 10 << 20);
@@ -161,8 +162,9 @@ START_TEST(bad_option_is_reported)
 	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
 	ck_assert_int_eq(alloy_init(), 2);
 	/* It still serves. */
-	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
-			 "jemalloc");
+	ck_assert_str_eq(
+		alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+		"jemalloc");
 }
 END_TEST
 

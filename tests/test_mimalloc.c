@@ -53,8 +53,8 @@ START_TEST(never_the_process_malloc)
 	(void)a;
 	ck_assert(dladdr((void *)malloc, &info));
 	/* glibc's, or ASan's in a sanitizer build; never mimalloc's. */
-	ck_assert_msg(!strstr(info.dli_fname, "mimalloc"), "malloc comes from %s",
-		      info.dli_fname);
+	ck_assert_msg(!strstr(info.dli_fname, "mimalloc"),
+		      "malloc comes from %s", info.dli_fname);
 	ck_assert(!mi_check_owned(p));
 	free(p);
 }

@@ -18,8 +18,8 @@
 
 #include "testutil.h"
 
-#define PLUGIN_DIR ALLOY_BUILD_DIR "/tests/plugins/.libs"
-#define PLUGIN(name) PLUGIN_DIR "/" name ".so"
+#define PLUGIN_DIR     ALLOY_BUILD_DIR "/tests/plugins/.libs"
+#define PLUGIN(name)   PLUGIN_DIR "/" name ".so"
 #define EXAMPLE_PLUGIN ALLOY_BUILD_DIR "/examples/plugin/alloy_arena.so"
 
 /* Loading path fails with err, a message containing what, and no trace. */
@@ -34,7 +34,8 @@ static void assert_refused(const char *path, int err, const char *what,
 		      "%s: message \"%s\" lacks \"%s\"", path,
 		      alloy_last_error(), what);
 	ck_assert_msg(strstr(alloy_last_error(), path),
-		      "message \"%s\" does not name the file", alloy_last_error());
+		      "message \"%s\" does not name the file",
+		      alloy_last_error());
 	if (name)
 		ck_assert_ptr_null(alloy_find_allocator(name));
 	/* Refused, not loaded: unload finds nothing. */
@@ -79,8 +80,8 @@ END_TEST
 
 START_TEST(struct_too_small)
 {
-	assert_refused(PLUGIN("small_struct"), -EPROTO,
-		       "is smaller than the", "small_struct_alloc");
+	assert_refused(PLUGIN("small_struct"), -EPROTO, "is smaller than the",
+		       "small_struct_alloc");
 }
 END_TEST
 
@@ -110,7 +111,8 @@ START_TEST(init_fails)
 {
 	ck_assert_int_eq(alloy_plugin_load(PLUGIN("init_fails")), -ENODEV);
 	ck_assert_msg(strstr(alloy_last_error(), "no frobnicator present"),
-		      "the plugin's own reason is lost: %s", alloy_last_error());
+		      "the plugin's own reason is lost: %s",
+		      alloy_last_error());
 	/* Refused every time, the same way. */
 	assert_refused(PLUGIN("init_fails"), -ENODEV, "plugin init failed",
 		       "init_fails_alloc");
@@ -191,8 +193,9 @@ START_TEST(relative_path_is_the_file_checked)
 	/* Without a slash, dlopen would search the library path instead. */
 	ck_assert_int_eq(chdir(PLUGIN_DIR), 0);
 	ck_assert_ok(alloy_plugin_load("good.so"));
-	ck_assert_str_eq(alloy_allocator_origin(alloy_find_allocator("plug_one")),
-			 "good.so");
+	ck_assert_str_eq(
+		alloy_allocator_origin(alloy_find_allocator("plug_one")),
+		"good.so");
 	ck_assert_ok(alloy_plugin_unload("good.so"));
 }
 END_TEST
@@ -233,14 +236,18 @@ START_TEST(alloy_plugins_env)
 
 	setenv("ALLOY_PLUGINS",
 	       "/nonexistent/a.so:" PLUGIN("good") "::" PLUGIN("abi_major"), 1);
-	/* Loaded before the defaults are applied: cpu can name its allocator. */
+	/* Loaded before the defaults are applied: cpu can name its allocator.
+	 */
 	test_set_conf("cpu:plug_two");
 	err = init_capturing_stderr();
-	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
-			 "plug_two");
+	ck_assert_str_eq(
+		alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+		"plug_two");
 	/* One line per failure, and the good one between them still loaded. */
-	ck_assert_msg(strstr(err, "alloy: ALLOY_PLUGINS: alloy_plugin_load: /nonexistent/a.so: no such file"),
-		      "stderr: %s", err);
+	ck_assert_msg(
+		strstr(err,
+		       "alloy: ALLOY_PLUGINS: alloy_plugin_load: /nonexistent/a.so: no such file"),
+		"stderr: %s", err);
 	ck_assert_msg(strstr(err, "abi_major.so: built for plugin ABI 2.0"),
 		      "stderr: %s", err);
 	ck_assert_ptr_nonnull(alloy_find_allocator("plug_one"));
@@ -277,7 +284,8 @@ START_TEST(request_by_name)
 	/* A search path: empty and missing entries are skipped. */
 	snprintf(path, sizeof(path), "/nonexistent::%s", dir);
 	setenv("ALLOY_MODULE_PATH", path, 1);
-	/* plug_two: no alloy_plug_two.so, so the prefix module alloy_plug.so. */
+	/* plug_two: no alloy_plug_two.so, so the prefix module alloy_plug.so.
+	 */
 	a = alloy_request_allocator("plug_two");
 	ck_assert_msg(a, "%s", alloy_last_error());
 	snprintf(want, sizeof(want), "%s/alloy_plug.so", dir);
@@ -286,11 +294,13 @@ START_TEST(request_by_name)
 	ck_assert_ptr_nonnull(alloy_request_allocator("plug_one"));
 	/* A module that is there but lacks the name. */
 	ck_assert_ptr_null(alloy_request_allocator("plug_three"));
-	ck_assert_msg(strstr(alloy_last_error(), "provides no allocator \"plug_three\""),
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "provides no allocator \"plug_three\""),
 		      "%s", alloy_last_error());
 	/* No module at all. */
 	ck_assert_ptr_null(alloy_request_allocator("nothing_here"));
-	ck_assert_msg(strstr(alloy_last_error(), "no alloy_nothing_here.so or alloy_nothing.so in"),
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "no alloy_nothing_here.so or alloy_nothing.so in"),
 		      "%s", alloy_last_error());
 	remove_module_dir(dir);
 }
@@ -303,8 +313,9 @@ START_TEST(conf_names_a_module)
 	setenv("ALLOY_MODULE_PATH", dir, 1);
 	test_set_conf("cpu:plug_one");
 	ck_assert_int_eq(alloy_init(), 0);
-	ck_assert_str_eq(alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
-			 "plug_one");
+	ck_assert_str_eq(
+		alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+		"plug_one");
 	remove_module_dir(dir);
 }
 END_TEST
@@ -335,7 +346,9 @@ START_TEST(concurrent_requests_load_once)
 	pthread_barrier_init(&start, NULL, 4);
 	for (int i = 0; i < 4; i++) {
 		r[i] = (struct racer){ &start, NULL };
-		ck_assert_int_eq(pthread_create(&t[i], NULL, request_plug_two, &r[i]), 0);
+		ck_assert_int_eq(
+			pthread_create(&t[i], NULL, request_plug_two, &r[i]),
+			0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);
@@ -361,12 +374,14 @@ START_TEST(example_plugin)
 	ck_assert_str_eq(alloy_allocator_name(a), "arena");
 	ck_assert_str_eq(alloy_allocator_origin(a), EXAMPLE_PLUGIN);
 	for (int i = 0; i < 100; i++) {
-		ck_assert_ok(alloy_context_new(ALLOY_CPU, 100 + (size_t)i, &dp[i]));
+		ck_assert_ok(
+			alloy_context_new(ALLOY_CPU, 100 + (size_t)i, &dp[i]));
 		ck_assert_uint_eq((uintptr_t)dp[i].ptr % 64, 0);
 		memset(dp[i].ptr, i, dp[i].size);
 	}
 	for (int i = 0; i < 100; i++)
-		ck_assert_int_eq(((unsigned char *)dp[i].ptr)[dp[i].size - 1], i);
+		ck_assert_int_eq(((unsigned char *)dp[i].ptr)[dp[i].size - 1],
+				 i);
 	ck_assert_ok(alloy_allocator_stats(a, &st));
 	/* 100 blocks of ~192 bytes do not fit one 4K chunk. */
 	ck_assert_uint_gt(st.num_system_allocs, 1);

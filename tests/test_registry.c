@@ -32,10 +32,12 @@ START_TEST(duplicate_name_is_eexist)
 	struct alloy_allocator_ops ops = test_alloc_ops("t_dup");
 
 	test_alloc_register(&ta, "t_dup");
-	ck_assert_int_eq(alloy_register_allocator(&ops, &tb, NULL, NULL), -EEXIST);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &tb, NULL, NULL),
+			 -EEXIST);
 	ck_assert(strstr(alloy_last_error(), "t_dup"));
 	ops.name = "default";
-	ck_assert_int_eq(alloy_register_allocator(&ops, &tb, NULL, NULL), -EEXIST);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &tb, NULL, NULL),
+			 -EEXIST);
 }
 END_TEST
 
@@ -48,32 +50,40 @@ START_TEST(bad_ops_are_einval)
 	test_alloc_register(&ta, "t_base");
 	ops = test_alloc_ops("t_bad");
 	ops.alloc = NULL;
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "alloc is NULL"));
 
 	ops = test_alloc_ops("t_bad");
 	ops.free = NULL;
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "free is NULL"));
 
 	ops = test_alloc_ops("t_bad");
 	ops.abi_major = ALLOY_ABI_MAJOR + 1;
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "ABI major"));
 
 	ops = test_alloc_ops("t_bad");
 	ops.struct_size = 8;
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "struct_size 8"));
 
 	ops = test_alloc_ops("t bad");
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
 	ops = test_alloc_ops(NULL);
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
 	ops = test_alloc_ops("t_bad");
 	ops.device_type = 99;
-	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL), -EINVAL);
-	ck_assert_int_eq(alloy_register_allocator(NULL, &ta, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, NULL, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(alloy_register_allocator(NULL, &ta, NULL, NULL),
+			 -EINVAL);
 	ck_assert_ptr_null(alloy_find_allocator("t_bad"));
 }
 END_TEST
@@ -86,8 +96,8 @@ START_TEST(older_minor_struct_is_accepted)
 	struct alloy_allocator *a;
 	struct alloy_data_ptr dp;
 
-	ops.struct_size = offsetof(struct alloy_allocator_ops, free) +
-			  sizeof(ops.free);
+	ops.struct_size =
+		offsetof(struct alloy_allocator_ops, free) + sizeof(ops.free);
 	ops.abi_minor = 0;
 	/* Garbage past the provider's struct must be ignored. */
 	ops.trim = (long long (*)(void *))1;
@@ -300,7 +310,8 @@ START_TEST(stats_fallback_counts)
 		uint32_t size, version;
 		uint64_t allocated;
 	} small = { sizeof(small), 1, 0 };
-	ck_assert_ok(alloy_allocator_stats(a, (struct alloy_allocator_stats *)&small));
+	ck_assert_ok(alloy_allocator_stats(
+		a, (struct alloy_allocator_stats *)&small));
 	ck_assert_uint_eq(small.allocated, 400);
 	st.size = 4;
 	ck_assert_int_eq(alloy_allocator_stats(a, &st), -EINVAL);
@@ -311,9 +322,9 @@ END_TEST
 
 /* ---- concurrency ------------------------------------------------------ */
 
-#define NSWAP 4
+#define NSWAP	 4
 #define NWORKERS 4
-#define ITERS 20000
+#define ITERS	 20000
 
 static struct test_alloc swap_ta[NSWAP];
 static struct alloy_allocator *swap_a[NSWAP];
@@ -328,8 +339,10 @@ static void *worker(void *arg)
 		int k = (int)(rand_r(&seed) % 16);
 
 		alloy_data_ptr_free(&held[k]);
-		if (alloy_context_new(ALLOY_CPU, 1 + rand_r(&seed) % 512, &held[k]))
-			ck_abort_msg("allocation failed: %s", alloy_last_error());
+		if (alloy_context_new(ALLOY_CPU, 1 + rand_r(&seed) % 512,
+				      &held[k]))
+			ck_abort_msg("allocation failed: %s",
+				     alloy_last_error());
 		memset(held[k].ptr, k, held[k].size);
 	}
 	for (int k = 0; k < 16; k++)
@@ -343,7 +356,8 @@ static void *swapper(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop))
-		alloy_set_default(ALLOY_DEVICE_CPU, swap_a[rand_r(&seed) % NSWAP]);
+		alloy_set_default(ALLOY_DEVICE_CPU,
+				  swap_a[rand_r(&seed) % NSWAP]);
 	return NULL;
 }
 
@@ -372,7 +386,8 @@ static void *churner(void *arg)
 			ck_abort_msg("unregister with a live block succeeded");
 		alloy_data_ptr_free(&dp);
 		if (alloy_unregister_allocator(name))
-			ck_abort_msg("churn unregister: %s", alloy_last_error());
+			ck_abort_msg("churn unregister: %s",
+				     alloy_last_error());
 	}
 	return NULL;
 }

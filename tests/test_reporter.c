@@ -25,7 +25,7 @@ static void take(void)
 /* The counts of allocator name on the CPU (all zero if never seen). */
 static struct alloy_reporter_counts counts(const char *name)
 {
-	struct alloy_reporter_counts none = {0};
+	struct alloy_reporter_counts none = { 0 };
 
 	take();
 	for (uint32_t i = 0; i < snap.nentries; i++)
@@ -36,7 +36,7 @@ static struct alloy_reporter_counts counts(const char *name)
 
 START_TEST(accounting_is_exact)
 {
-	static const size_t sizes[] = {1, 64, 100, 4096, 12345, 1 << 20, 3};
+	static const size_t sizes[] = { 1, 64, 100, 4096, 12345, 1 << 20, 3 };
 	struct test_alloc ta;
 	struct alloy_allocator *a = test_alloc_register(&ta, "rep_exact");
 	struct alloy_data_ptr dp[7];
@@ -419,7 +419,7 @@ static void jvalue(struct jp *j)
 
 static bool json_valid(const char *s)
 {
-	struct jp j = {s, true};
+	struct jp j = { s, true };
 
 	jvalue(&j);
 	ws(&j);

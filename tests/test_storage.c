@@ -24,7 +24,8 @@ START_TEST(refcount_and_unique)
 	alloy_storage_unref(s);
 	alloy_storage_unref(NULL);
 	ck_assert_ptr_null(alloy_storage_ref(NULL));
-	ck_assert_ptr_null(alloy_storage_new((struct alloy_device){ 42, 0 }, NULL));
+	ck_assert_ptr_null(
+		alloy_storage_new((struct alloy_device){ 42, 0 }, NULL));
 	ck_assert(strstr(alloy_last_error(), "42"));
 }
 END_TEST
@@ -35,15 +36,18 @@ START_TEST(allocates_through_the_context)
 	struct alloy_allocator *a = use_test_alloc(&ta, "t_st");
 	struct alloy_storage *s = alloy_storage_new(ALLOY_CPU, NULL);
 
-	ck_assert_ok(alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_FLOAT), 10));
+	ck_assert_ok(
+		alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_FLOAT), 10));
 	ck_assert_int_eq(ta.allocs, 1);
 	ck_assert_uint_eq(ta.last_size, 40);
 	ck_assert_uint_eq(alloy_storage_capacity(s), 40);
 	ck_assert_ptr_eq(alloy_storage_dtype(s), alloy_type(ALLOY_TYPE_FLOAT));
-	ck_assert_ptr_eq(alloy_data_ptr_allocator(alloy_storage_data_ptr(s)), a);
+	ck_assert_ptr_eq(alloy_data_ptr_allocator(alloy_storage_data_ptr(s)),
+			 a);
 	memset(alloy_storage_data(s), 1, 40);
 	/* A new buffer replaces the old one, which goes back first. */
-	ck_assert_ok(alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_DOUBLE), 3));
+	ck_assert_ok(
+		alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_DOUBLE), 3));
 	ck_assert_int_eq(ta.frees, 1);
 	ck_assert_uint_eq(alloy_storage_capacity(s), 24);
 	alloy_storage_reset(s);
@@ -83,8 +87,8 @@ START_TEST(allocation_failures_leave_it_empty)
 {
 	struct test_alloc ta;
 	struct alloy_storage *s = alloy_storage_new(ALLOY_CPU, NULL);
-	struct alloy_storage *cuda =
-		alloy_storage_new((struct alloy_device){ ALLOY_DEVICE_CUDA, 0 }, NULL);
+	struct alloy_storage *cuda = alloy_storage_new(
+		(struct alloy_device){ ALLOY_DEVICE_CUDA, 0 }, NULL);
 
 	use_test_alloc(&ta, "t_stf");
 	ck_assert_int_eq(alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_INT64),
@@ -92,20 +96,23 @@ START_TEST(allocation_failures_leave_it_empty)
 			 -EOVERFLOW);
 	ck_assert(strstr(alloy_last_error(), "itemsize 8"));
 	ta.fail_from = 1;
-	ck_assert_int_eq(alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_FLOAT), 4),
-			 -ENOMEM);
+	ck_assert_int_eq(
+		alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_FLOAT), 4),
+		-ENOMEM);
 	ck_assert_ptr_null(alloy_storage_data(s));
 	ck_assert_uint_eq(alloy_storage_capacity(s), 0);
 	ta.fail_from = 0;
 	counted_type();
 	counted_stats.fail_ctor = 1;
 	ck_assert_int_eq(alloy_storage_allocate(s, counted_type(), 4), -ENOMEM);
-	ck_assert(strstr(alloy_last_error(), "constructing 4 elements of counted"));
+	ck_assert(strstr(alloy_last_error(),
+			 "constructing 4 elements of counted"));
 	ck_assert_int_eq(ta.frees, ta.allocs);
 	ck_assert_int_eq(alloy_storage_allocate(s, NULL, 4), -EINVAL);
 	/* Device memory cannot hold objects the CPU must construct. */
-	ck_assert_int_eq(alloy_storage_allocate(cuda, alloy_type(ALLOY_TYPE_STRING), 2),
-			 -EINVAL);
+	ck_assert_int_eq(
+		alloy_storage_allocate(cuda, alloy_type(ALLOY_TYPE_STRING), 2),
+		-EINVAL);
 	ck_assert(strstr(alloy_last_error(), "string cannot live in cuda"));
 	alloy_storage_unref(s);
 	alloy_storage_unref(cuda);
@@ -145,7 +152,8 @@ START_TEST(external_memory)
 
 	/* No deleter: the caller keeps ownership. */
 	s = alloy_storage_new_external(mem, sizeof(mem), ALLOY_CPU,
-				       alloy_type(ALLOY_TYPE_FLOAT), NULL, NULL);
+				       alloy_type(ALLOY_TYPE_FLOAT), NULL,
+				       NULL);
 	alloy_storage_unref(s);
 	ck_assert_int_eq(deleted, 1);
 
@@ -156,15 +164,14 @@ START_TEST(external_memory)
 	/* In place, only when nobody else uses the storage. */
 	s = alloy_storage_new(ALLOY_CPU, NULL);
 	alloy_storage_ref(s);
-	ck_assert_int_eq(alloy_storage_share_external(s, mem, 8,
-						      alloy_type(ALLOY_TYPE_INT8),
-						      count_delete, NULL),
+	ck_assert_int_eq(alloy_storage_share_external(
+				 s, mem, 8, alloy_type(ALLOY_TYPE_INT8),
+				 count_delete, NULL),
 			 -EBUSY);
 	ck_assert(strstr(alloy_last_error(), "2 users"));
 	alloy_storage_unref(s);
-	ck_assert_ok(alloy_storage_share_external(s, mem, 8,
-						  alloy_type(ALLOY_TYPE_INT8),
-						  count_delete, NULL));
+	ck_assert_ok(alloy_storage_share_external(
+		s, mem, 8, alloy_type(ALLOY_TYPE_INT8), count_delete, NULL));
 	alloy_storage_reset(s);
 	ck_assert_int_eq(deleted, 2);
 	alloy_storage_unref(s);
@@ -172,7 +179,7 @@ START_TEST(external_memory)
 END_TEST
 
 #define REF_THREADS 4
-#define REF_ROUNDS 100000
+#define REF_ROUNDS  100000
 
 static void *ref_worker(void *arg)
 {
@@ -195,9 +202,11 @@ START_TEST(refcount_is_atomic)
 	pthread_t th[REF_THREADS];
 
 	use_test_alloc(&ta, "t_refs");
-	ck_assert_ok(alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_INT8), 64));
+	ck_assert_ok(
+		alloy_storage_allocate(s, alloy_type(ALLOY_TYPE_INT8), 64));
 	for (int i = 0; i < REF_THREADS; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, ref_worker, s), 0);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, ref_worker, s),
+				 0);
 	for (int i = 0; i < REF_THREADS; i++)
 		pthread_join(th[i], NULL);
 	ck_assert_int_eq(alloy_storage_use_count(s), 1 + REF_THREADS);

@@ -33,8 +33,8 @@
 #define TIME_LIMIT_NS  (4 * 1000000000LL)
 
 enum { A_DEFAULT, A_FAIL, A_DEBUG, A_TEST, NALLOC };
-static const char *const names[NALLOC] = {"default", "fail", "debug",
-					  "stress_t"};
+static const char *const names[NALLOC] = { "default", "fail", "debug",
+					   "stress_t" };
 
 static struct alloy_allocator *allocs[NALLOC];
 static struct test_alloc ta;
@@ -68,7 +68,7 @@ static long long now_ns(void)
  */
 static void pause_briefly(void)
 {
-	struct timespec ts = {0, 50 * 1000};
+	struct timespec ts = { 0, 50 * 1000 };
 
 	nanosleep(&ts, NULL);
 }
@@ -292,8 +292,8 @@ static void *loader(void *arg)
 
 static long long stat_allocs(struct alloy_allocator *a)
 {
-	struct alloy_allocator_stats st = {.size = sizeof(st),
-					   .version = ALLOY_STATS_VERSION};
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
 
 	ck_assert_ok(alloy_allocator_stats(a, &st));
 	return (long long)st.num_allocs;

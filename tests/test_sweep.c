@@ -51,7 +51,7 @@ static long long reporter_live(void)
 static void sweep(const struct sweep_workload *w, int mode)
 {
 	struct alloy_allocator *a;
-	struct alloy_fail_config plan = {0};
+	struct alloy_fail_config plan = { 0 };
 	uint64_t total, errors = 0, handled = 0;
 	long long rep0 = 0;
 	int rc;
@@ -155,8 +155,8 @@ static void note_peak(void)
 
 static int wl_caching(struct alloy_allocator *a)
 {
-	static const size_t sizes[] = {1 << 20, 3 << 20, 512,	  20 << 20,
-				       2 << 20, 7000,	 1 << 20, 12 << 20};
+	static const size_t sizes[] = { 1 << 20, 3 << 20, 512,	   20 << 20,
+					2 << 20, 7000,	  1 << 20, 12 << 20 };
 	struct alloy_data_ptr b[ARRAY_LEN(sizes)];
 	int rc = 0;
 	size_t i;
@@ -228,7 +228,7 @@ END_TEST
 /* The sweep itself would miss a workload that never allocates. */
 START_TEST(fail_counts_every_allocation)
 {
-	struct alloy_fail_config plan = {0};
+	struct alloy_fail_config plan = { 0 };
 	struct alloy_allocator *a;
 
 	test_set_conf("cpu:fail");

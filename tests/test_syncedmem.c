@@ -17,7 +17,8 @@ static const struct alloy_device gpu = { ALLOY_DEVICE_CUDA, 0 };
 static void setup_sim(bool pinned)
 {
 	ck_assert_ok(alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()));
-	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA, "cuda_caching_sim"));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
 	if (pinned)
 		ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA_HOST,
 						       "cuda_host_sim"));
@@ -44,7 +45,8 @@ static void check_gpu_bytes(const void *dev, int value)
 static void check_bytes(const void *p, int value)
 {
 	for (int i = 0; i < N; i++)
-		ck_assert_uint_eq(((const unsigned char *)p)[i], (unsigned)value);
+		ck_assert_uint_eq(((const unsigned char *)p)[i],
+				  (unsigned)value);
 }
 
 static void write_gpu(void *dev, int value)
@@ -349,7 +351,8 @@ START_TEST(context_async_copy_completes_with_its_stream)
 	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
 	ck_assert_ok(alloy_context_new(gpu, N, &d));
 	memset(host, 4, N);
-	ck_assert_ok(alloy_copy_bytes_async(N, host, ALLOY_CPU, d.ptr, gpu, s1));
+	ck_assert_ok(
+		alloy_copy_bytes_async(N, host, ALLOY_CPU, d.ptr, gpu, s1));
 	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
 	ck_assert_uint_ge(c.copies, 1);
 	ck_assert_ok(alloy_context_synchronize(gpu));
@@ -381,12 +384,14 @@ START_TEST(tensor_copy_from_crosses_to_the_device_and_back)
 	ck_assert_ptr_nonnull(q);
 	for (int i = 0; i < 15; i++)
 		ck_assert_float_eq(q[i], (float)i * 1.5f);
-	ck_assert_int_eq(alloy_allocator_live_blocks(alloy_find_allocator("cuda_caching_sim")),
+	ck_assert_int_eq(alloy_allocator_live_blocks(
+				 alloy_find_allocator("cuda_caching_sim")),
 			 1);
 	alloy_tensor_unref(cpu);
 	alloy_tensor_unref(dev);
 	alloy_tensor_unref(back);
-	ck_assert_int_eq(alloy_allocator_live_blocks(alloy_find_allocator("cuda_caching_sim")),
+	ck_assert_int_eq(alloy_allocator_live_blocks(
+				 alloy_find_allocator("cuda_caching_sim")),
 			 0);
 }
 END_TEST
@@ -399,10 +404,12 @@ START_TEST(context_without_a_cuda_default_names_the_problem)
 	ck_assert_ok(alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()));
 	ck_assert_int_lt(alloy_context_new(gpu, 16, &d), 0);
 	ck_assert_ptr_null(d.ptr);
-	ck_assert_msg(strstr(alloy_last_error(), "cuda"), "%s", alloy_last_error());
+	ck_assert_msg(strstr(alloy_last_error(), "cuda"), "%s",
+		      alloy_last_error());
 	/* A second context for cuda is refused. */
-	ck_assert_int_eq(alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()),
-			 -EEXIST);
+	ck_assert_int_eq(
+		alloy_cuda_sim_register_context(alloy_cuda_sim_builtin()),
+		-EEXIST);
 }
 END_TEST
 
@@ -418,15 +425,16 @@ START_TEST(second_device)
 
 	setup_sim(false);
 	cc = alloy_find_allocator("cuda_caching_sim");
-	ck_assert_ok(alloy_cuda_sim_set_device_count(alloy_cuda_sim_builtin(), 2));
+	ck_assert_ok(
+		alloy_cuda_sim_set_device_count(alloy_cuda_sim_builtin(), 2));
 	ck_assert_ok(alloy_syncedmem_create(N, 1, &m));
 	p = alloy_syncedmem_mutable_cpu_data(m);
 	memset(p, 6, N);
 	ck_assert_ptr_nonnull(alloy_syncedmem_gpu_data(m));
 	ck_assert_ok(alloy_cuda_caching_stats(cc, 1, &st));
 	ck_assert_int_eq(st.allocation[0].current, 1);
-	ck_assert_ok(alloy_copy_bytes(N, alloy_syncedmem_gpu_data(m), gpu1, back,
-				      ALLOY_CPU));
+	ck_assert_ok(alloy_copy_bytes(N, alloy_syncedmem_gpu_data(m), gpu1,
+				      back, ALLOY_CPU));
 	ck_assert_uint_eq(back[N - 1], 6);
 	/* The caller's current device is left as it was. */
 	ck_assert_int_eq(alloy_cuda_current_device(), 0);

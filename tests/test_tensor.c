@@ -7,8 +7,8 @@
 
 #include "tensorutil.h"
 
-#define FLOAT alloy_type(ALLOY_TYPE_FLOAT)
-#define INT32 alloy_type(ALLOY_TYPE_INT32)
+#define FLOAT  alloy_type(ALLOY_TYPE_FLOAT)
+#define INT32  alloy_type(ALLOY_TYPE_INT32)
 #define DOUBLE alloy_type(ALLOY_TYPE_DOUBLE)
 
 static struct alloy_tensor *tensor1(int64_t n)
@@ -96,7 +96,8 @@ START_TEST(allocators_picked_at_run_time)
 	struct test_alloc ta;
 	struct alloy_allocator *def = alloy_get_default(ALLOY_DEVICE_CPU);
 	struct alloy_allocator *a = test_alloc_register(&ta, "t_swap");
-	struct alloy_allocator_stats d0 = { .size = sizeof(d0), .version = ALLOY_STATS_VERSION };
+	struct alloy_allocator_stats d0 = { .size = sizeof(d0),
+					    .version = ALLOY_STATS_VERSION };
 	struct alloy_allocator_stats d1 = d0, a1 = d0;
 	struct alloy_tensor *t1 = tensor1(100), *t2 = tensor1(200);
 
@@ -282,8 +283,9 @@ START_TEST(reshape_keeps_storage)
 	ck_assert_int_eq(alloy_tensor_dim(t, 1), 10);
 	ck_assert_ptr_eq(alloy_tensor_raw_data(t), p);
 	ck_assert_int_eq(alloy_tensor_reshape(t, bad, 2), -EINVAL);
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_tensor_reshape: new numel 12 != current numel 30 (use resize)");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_tensor_reshape: new numel 12 != current numel 30 (use resize)");
 	ck_assert_int_eq(alloy_tensor_dim(t, 0), 3);
 	bad[0] = -3;
 	ck_assert_int_eq(alloy_tensor_reshape(t, bad, 2), -EINVAL);
@@ -322,8 +324,9 @@ START_TEST(bad_dims_are_refused)
 			 "alloy_tensor_resize: dim 1 is -1; dims must be >= 0");
 	ck_assert_int_eq(alloy_tensor_resize(t, big, 2), -EOVERFLOW);
 	ck_assert(strstr(alloy_last_error(), "overflows at dim 1"));
-	ck_assert_int_eq(alloy_tensor_resize(t, many, ALLOY_TENSOR_MAX_DIMS + 1),
-			 -EINVAL);
+	ck_assert_int_eq(
+		alloy_tensor_resize(t, many, ALLOY_TENSOR_MAX_DIMS + 1),
+		-EINVAL);
 	ck_assert_int_eq(alloy_tensor_resize(t, NULL, 2), -EINVAL);
 	ck_assert_int_eq(alloy_tensor_numel(t), 7);
 	/* numel x itemsize overflows once the type is known. */
@@ -399,8 +402,9 @@ START_TEST(typed_data_checks_the_type)
 
 	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, FLOAT));
 	ck_assert_ptr_null(alloy_tensor_data(t, DOUBLE));
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_tensor_data: tensor holds float while caller expects double");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_tensor_data: tensor holds float while caller expects double");
 	ck_assert_ptr_nonnull(alloy_tensor_data(t, FLOAT));
 	alloy_tensor_unref(t);
 }
@@ -426,7 +430,8 @@ START_TEST(pod_type_change_reuses_the_buffer)
 	ck_assert_int_eq(ta.frees, 1);
 	ck_assert_uint_eq(alloy_tensor_capacity_nbytes(t), 128);
 	/* A smaller one fits in what is there. */
-	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_INT8)));
+	ck_assert_ptr_nonnull(
+		alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_INT8)));
 	ck_assert_int_eq(ta.allocs, 2);
 	alloy_tensor_unref(t);
 }
@@ -475,7 +480,8 @@ END_TEST
 START_TEST(string_tensor)
 {
 	struct alloy_tensor *t = tensor1(3);
-	char **s = alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_STRING));
+	char **s =
+		alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_STRING));
 
 	ck_assert_ptr_nonnull(s);
 	ck_assert_ptr_null(s[0]);
@@ -521,10 +527,14 @@ START_TEST(debug_string)
 	char buf[256], tiny[8];
 
 	alloy_tensor_debug_string(t, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "Tensor (undefined) [2, 3] numel=6 cpu:0 capacity=0 storage_refs=1");
+	ck_assert_str_eq(
+		buf,
+		"Tensor (undefined) [2, 3] numel=6 cpu:0 capacity=0 storage_refs=1");
 	alloy_tensor_raw_mutable_data(t, FLOAT);
 	alloy_tensor_debug_string(t, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "Tensor float [2, 3] numel=6 cpu:0 capacity=24 storage_refs=1 allocator=default");
+	ck_assert_str_eq(
+		buf,
+		"Tensor float [2, 3] numel=6 cpu:0 capacity=24 storage_refs=1 allocator=default");
 	ck_assert_int_eq(alloy_tensor_debug_string(t, tiny, sizeof(tiny)),
 			 (int)strlen(buf));
 	ck_assert_str_eq(tiny, "Tensor ");

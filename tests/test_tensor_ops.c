@@ -92,8 +92,9 @@ START_TEST(extend_bad_input)
 	struct alloy_tensor *t = iota(2, 2);
 
 	ck_assert_int_eq(alloy_tensor_extend(s, 1, 50), -EINVAL);
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_tensor_extend: tensor has 0 dims (numel 1); extend needs at least 1");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_tensor_extend: tensor has 0 dims (numel 1); extend needs at least 1");
 	ck_assert_int_eq(alloy_tensor_extend(u, 1, 50), -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "numel -1"));
 	ck_assert_int_eq(alloy_tensor_extend(t, -2, 50), -EINVAL);
@@ -139,7 +140,8 @@ START_TEST(extend_copies_non_pod_elements)
 {
 	int64_t n = 2;
 	struct alloy_tensor *t = alloy_tensor_new_dims(ALLOY_CPU, &n, 1);
-	char **s = alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_STRING));
+	char **s =
+		alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_STRING));
 	const struct alloy_type_meta *c = counted_type();
 	struct counted *e;
 
@@ -260,8 +262,9 @@ START_TEST(shrink_to_never_reallocates)
 	ck_assert_int_eq(ta.allocs, 1);
 
 	ck_assert_int_eq(alloy_tensor_shrink_to(t, 5), -EINVAL);
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_tensor_shrink_to: new outer dim 5 is outside 0..0 (the current one)");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_tensor_shrink_to: new outer dim 5 is outside 0..0 (the current one)");
 	ck_assert_int_eq(alloy_tensor_shrink_to(t, -1), -EINVAL);
 	a = alloy_tensor_alias(t);
 	ck_assert_int_eq(alloy_tensor_shrink_to(t, 0), -EBUSY);
@@ -295,10 +298,12 @@ START_TEST(share_data_shares_the_storage)
 	ck_assert_ok(alloy_tensor_share_data(u, t)); /* again: no-op */
 
 	ck_assert_int_eq(alloy_tensor_share_data(w, t), -EINVAL);
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_tensor_share_data: numel 8 != source numel 12 (reshape before sharing)");
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_tensor_share_data: numel 8 != source numel 12 (reshape before sharing)");
 	ck_assert_int_eq(alloy_tensor_share_data(u, lazy), -EINVAL);
-	ck_assert(strstr(alloy_last_error(), "source has 12 elements but no buffer yet"));
+	ck_assert(strstr(alloy_last_error(),
+			 "source has 12 elements but no buffer yet"));
 	alloy_tensor_unref(t);
 	/* The storage lives on with u. */
 	ck_assert_int_eq(((const int64_t *)alloy_tensor_raw_data(u))[11], 99);
@@ -337,9 +342,8 @@ START_TEST(share_external_pointer)
 	ck_assert_ptr_null(alloy_tensor_allocator(t));
 	ck_assert_int_eq(ta.allocs, 0);
 	/* Without a type (the current one) and without a deleter. */
-	ck_assert_ok(alloy_tensor_share_external_pointer(t, stack_mem, NULL,
-							 sizeof(stack_mem), NULL,
-							 NULL));
+	ck_assert_ok(alloy_tensor_share_external_pointer(
+		t, stack_mem, NULL, sizeof(stack_mem), NULL, NULL));
 	ck_assert_int_eq(ext_deleted, 1);
 	ck_assert_ptr_eq(ext_ctx, &cookie);
 	ck_assert_ptr_eq(alloy_tensor_data(t, FLOAT), stack_mem);
@@ -348,19 +352,19 @@ START_TEST(share_external_pointer)
 	ck_assert_int_eq(ext_deleted, 1);
 
 	t = alloy_tensor_new_dims(ALLOY_CPU, &n, 1);
-	ck_assert_int_eq(alloy_tensor_share_external_pointer(t, stack_mem, NULL, 0,
-							     NULL, NULL),
+	ck_assert_int_eq(alloy_tensor_share_external_pointer(t, stack_mem, NULL,
+							     0, NULL, NULL),
 			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "no type"));
-	ck_assert_int_eq(alloy_tensor_share_external_pointer(t, stack_mem, FLOAT, 8,
-							     NULL, NULL),
+	ck_assert_int_eq(alloy_tensor_share_external_pointer(
+				 t, stack_mem, FLOAT, 8, NULL, NULL),
 			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "8 bytes"));
 	ck_assert(strstr(alloy_last_error(), "numel 4 x itemsize 4"));
 	alloy_tensor_unref(t);
 	t = alloy_tensor_new(ALLOY_CPU);
-	ck_assert_int_eq(alloy_tensor_share_external_pointer(t, stack_mem, FLOAT, 0,
-							     NULL, NULL),
+	ck_assert_int_eq(alloy_tensor_share_external_pointer(
+				 t, stack_mem, FLOAT, 0, NULL, NULL),
 			 -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "pass nbytes"));
 	alloy_tensor_unref(t);
@@ -397,14 +401,16 @@ START_TEST(copy_from_on_cpu)
 	ck_assert_int_eq(alloy_tensor_ndim(dst), 2);
 	ck_assert_int_eq(alloy_tensor_dim(dst, 1), 4);
 	assert_iota(dst, 12);
-	ck_assert_ptr_ne(alloy_tensor_raw_data(dst), alloy_tensor_raw_data(src));
+	ck_assert_ptr_ne(alloy_tensor_raw_data(dst),
+			 alloy_tensor_raw_data(src));
 	ck_assert_ok(alloy_tensor_copy_from(dst, dst));
 	/* An uninitialised source makes an uninitialised copy. */
 	ck_assert_ok(alloy_tensor_copy_from(dst, un));
 	ck_assert_int_eq(alloy_tensor_numel(dst), -1);
 	ck_assert_ptr_null(alloy_tensor_dtype(dst));
 	ck_assert_int_eq(alloy_tensor_copy_from(dst, lazy), -EINVAL);
-	ck_assert(strstr(alloy_last_error(), "source has 5 elements but no buffer yet"));
+	ck_assert(strstr(alloy_last_error(),
+			 "source has 5 elements but no buffer yet"));
 	alloy_tensor_unref(src);
 	alloy_tensor_unref(dst);
 	alloy_tensor_unref(un);
@@ -425,8 +431,9 @@ START_TEST(copy_from_crosses_devices_through_contexts)
 	ck_assert_ok(alloy_tensor_copy_from(gpu, src));
 	ck_assert_int_eq(fake_copies, 1);
 	ck_assert_int_eq(alloy_tensor_device(gpu).type, ALLOY_DEVICE_CUDA);
-	ck_assert_int_eq(alloy_storage_data_ptr(alloy_tensor_storage(gpu))->device.type,
-			 ALLOY_DEVICE_CUDA);
+	ck_assert_int_eq(
+		alloy_storage_data_ptr(alloy_tensor_storage(gpu))->device.type,
+		ALLOY_DEVICE_CUDA);
 	ck_assert_ok(alloy_tensor_copy_from(back, gpu));
 	ck_assert_int_eq(fake_copies, 2);
 	assert_iota(back, 16);
@@ -516,7 +523,8 @@ START_TEST(tensors_of_tensors)
 	ck_assert_ptr_nonnull(ce[0]);
 	ck_assert_ptr_ne(ce[0], e[0]);
 	assert_iota(ce[0], 3);
-	ck_assert_ptr_ne(alloy_tensor_raw_data(ce[0]), alloy_tensor_raw_data(e[0]));
+	ck_assert_ptr_ne(alloy_tensor_raw_data(ce[0]),
+			 alloy_tensor_raw_data(e[0]));
 	alloy_tensor_unref(outer);
 	alloy_tensor_unref(c);
 }

@@ -39,11 +39,11 @@ START_TEST(round_trip_gives_the_same_peak)
 {
 	static struct trace_summary sum;
 	struct alloy_reporter_snapshot snap = {
-		.size = sizeof(snap),
-		.version = ALLOY_REPORTER_SNAPSHOT_VERSION};
+		.size = sizeof(snap), .version = ALLOY_REPORTER_SNAPSHOT_VERSION
+	};
 	struct test_alloc ta;
 	struct alloy_allocator *a;
-	struct alloy_data_ptr dp[32] = {0};
+	struct alloy_data_ptr dp[32] = { 0 };
 	struct replay_result r;
 	struct trace tr;
 	char err[256];
@@ -99,7 +99,7 @@ END_TEST
 static void *traced_thread(void *arg)
 {
 	struct alloy_allocator *a = arg;
-	struct alloy_data_ptr dp[8] = {0};
+	struct alloy_data_ptr dp[8] = { 0 };
 
 	for (int i = 0; i < 5000; i++) {
 		alloy_data_ptr_free(&dp[i % 8]);
@@ -224,29 +224,29 @@ static const struct {
 	const char *text;
 	const char *want;
 } bad[] = {
-	{"", "empty file"},
-	{"hello\n", ":1: (byte 0) not an alloy trace"},
-	{"alloy-trace 2 pid=1\n", ":1: (byte 0) trace version 2"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 2 1 0x20 5 8 x cp",
-	 ":3: (byte 43) truncated line"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nz 2 1 0x10\n",
-	 ":3: (byte 43) unknown record"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 five 8 x cpu:0\n",
-	 ":2: (byte 20) expected"},
-	{"alloy-trace 1 pid=1\nf 1 1 0x10 5 8 x cpu:0\n",
-	 ":2: (byte 20) free of block 0x10, which is not live"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 1 1 0x10 5 8 x cpu:0\n",
-	 ":3: (byte 43) block 0x10 allocated while live"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nf 1 1 0x10 6 8 x cpu:0\n",
-	 ":3: (byte 43) free of block 0x10 with size 6"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 b-d cpu:0\n",
-	 ":2: (byte 20) bad allocator name"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nend 9 2\n",
-	 ":3: (byte 43) end record counts 2 events"},
-	{"alloy-trace 1 pid=1\nend 9 0\nu 1 1 0x10\n",
-	 ":3: (byte 28) data after the end record"},
-	{"alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0 extra\n",
-	 ":2: (byte 20) expected"},
+	{ "", "empty file" },
+	{ "hello\n", ":1: (byte 0) not an alloy trace" },
+	{ "alloy-trace 2 pid=1\n", ":1: (byte 0) trace version 2" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 2 1 0x20 5 8 x cp",
+	  ":3: (byte 43) truncated line" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nz 2 1 0x10\n",
+	  ":3: (byte 43) unknown record" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 five 8 x cpu:0\n",
+	  ":2: (byte 20) expected" },
+	{ "alloy-trace 1 pid=1\nf 1 1 0x10 5 8 x cpu:0\n",
+	  ":2: (byte 20) free of block 0x10, which is not live" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 1 1 0x10 5 8 x cpu:0\n",
+	  ":3: (byte 43) block 0x10 allocated while live" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nf 1 1 0x10 6 8 x cpu:0\n",
+	  ":3: (byte 43) free of block 0x10 with size 6" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 b-d cpu:0\n",
+	  ":2: (byte 20) bad allocator name" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nend 9 2\n",
+	  ":3: (byte 43) end record counts 2 events" },
+	{ "alloy-trace 1 pid=1\nend 9 0\nu 1 1 0x10\n",
+	  ":3: (byte 28) data after the end record" },
+	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0 extra\n",
+	  ":2: (byte 20) expected" },
 };
 
 START_TEST(malformed_traces_name_line_and_offset)

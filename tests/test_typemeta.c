@@ -14,11 +14,16 @@ START_TEST(builtins_are_there)
 		const char *name;
 		size_t size;
 	} want[] = {
-		{ ALLOY_TYPE_INT8, "int8", 1 },      { ALLOY_TYPE_INT16, "int16", 2 },
-		{ ALLOY_TYPE_INT32, "int32", 4 },    { ALLOY_TYPE_INT64, "int64", 8 },
-		{ ALLOY_TYPE_UINT8, "uint8", 1 },    { ALLOY_TYPE_UINT16, "uint16", 2 },
-		{ ALLOY_TYPE_UINT32, "uint32", 4 },  { ALLOY_TYPE_UINT64, "uint64", 8 },
-		{ ALLOY_TYPE_FLOAT, "float", 4 },    { ALLOY_TYPE_DOUBLE, "double", 8 },
+		{ ALLOY_TYPE_INT8, "int8", 1 },
+		{ ALLOY_TYPE_INT16, "int16", 2 },
+		{ ALLOY_TYPE_INT32, "int32", 4 },
+		{ ALLOY_TYPE_INT64, "int64", 8 },
+		{ ALLOY_TYPE_UINT8, "uint8", 1 },
+		{ ALLOY_TYPE_UINT16, "uint16", 2 },
+		{ ALLOY_TYPE_UINT32, "uint32", 4 },
+		{ ALLOY_TYPE_UINT64, "uint64", 8 },
+		{ ALLOY_TYPE_FLOAT, "float", 4 },
+		{ ALLOY_TYPE_DOUBLE, "double", 8 },
 		{ ALLOY_TYPE_BOOL, "bool", sizeof(bool) },
 		{ ALLOY_TYPE_FLOAT16, "float16", 2 },
 		{ ALLOY_TYPE_BFLOAT16, "bfloat16", 2 },
@@ -37,7 +42,8 @@ START_TEST(builtins_are_there)
 	}
 	ck_assert(!alloy_type_is_pod(alloy_type(ALLOY_TYPE_STRING)));
 	ck_assert(!alloy_type_is_pod(alloy_type(ALLOY_TYPE_TENSOR)));
-	ck_assert_uint_eq(alloy_type(ALLOY_TYPE_STRING)->itemsize, sizeof(char *));
+	ck_assert_uint_eq(alloy_type(ALLOY_TYPE_STRING)->itemsize,
+			  sizeof(char *));
 	ck_assert(!alloy_type_is_pod(NULL));
 	ck_assert_str_eq(alloy_type_name(NULL), "(undefined)");
 }
@@ -61,7 +67,8 @@ struct point {
 
 START_TEST(user_types_register_at_run_time)
 {
-	struct alloy_type_meta m = { .name = "point", .itemsize = sizeof(struct point) };
+	struct alloy_type_meta m = { .name = "point",
+				     .itemsize = sizeof(struct point) };
 	const struct alloy_type_meta *t, *t2;
 	char name[80];
 
@@ -170,7 +177,7 @@ START_TEST(string_elements_copy_deeply)
 END_TEST
 
 #define REG_THREADS 4
-#define REG_EACH 40
+#define REG_EACH    40
 
 static void *register_worker(void *arg)
 {
@@ -198,7 +205,8 @@ START_TEST(registration_is_thread_safe)
 
 	for (long i = 0; i < REG_THREADS; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, register_worker,
-						(void *)i), 0);
+						(void *)i),
+				 0);
 	for (int i = 0; i < REG_THREADS; i++) {
 		void *rc;
 

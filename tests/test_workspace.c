@@ -13,7 +13,8 @@ START_TEST(create_get_has_remove)
 	struct alloy_blob *b = alloy_workspace_create_blob(ws, "data");
 
 	ck_assert_ptr_nonnull(b);
-	ck_assert_ptr_eq(alloy_workspace_create_blob(ws, "data"), b); /* idempotent */
+	ck_assert_ptr_eq(alloy_workspace_create_blob(ws, "data"),
+			 b); /* idempotent */
 	ck_assert_uint_eq(alloy_workspace_size(ws), 1);
 	ck_assert(alloy_workspace_has_blob(ws, "data"));
 	ck_assert(!alloy_workspace_has_blob(ws, "label"));
@@ -37,10 +38,10 @@ END_TEST
 
 START_TEST(list_is_sorted)
 {
-	static const char *const in[] = { "fc1_w", "data", "conv1_b", "label",
-					  "conv1_w", "fc1_b" };
+	static const char *const in[] = { "fc1_w", "data",    "conv1_b",
+					  "label", "conv1_w", "fc1_b" };
 	static const char *const want[] = { "conv1_b", "conv1_w", "data",
-					    "fc1_b", "fc1_w", "label" };
+					    "fc1_b",   "fc1_w",	  "label" };
 	struct alloy_workspace *ws = alloy_workspace_new();
 	char **names;
 
@@ -73,10 +74,11 @@ START_TEST(free_releases_every_blob)
 		struct alloy_tensor *t;
 
 		snprintf(name, sizeof(name), "t%d", i);
-		t = alloy_blob_get_mutable_tensor(alloy_workspace_create_blob(ws, name),
-						  ALLOY_CPU);
+		t = alloy_blob_get_mutable_tensor(
+			alloy_workspace_create_blob(ws, name), ALLOY_CPU);
 		ck_assert_ok(alloy_tensor_resize(t, &n, 1));
-		ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_FLOAT)));
+		ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(
+			t, alloy_type(ALLOY_TYPE_FLOAT)));
 	}
 	alloy_blob_get_mutable(alloy_workspace_create_blob(ws, "obj"), c, NULL);
 	ck_assert_int_eq(ta.allocs, 10);
@@ -89,7 +91,7 @@ START_TEST(free_releases_every_blob)
 END_TEST
 
 #define NTHREADS 4
-#define NNAMES 500
+#define NNAMES	 500
 
 static struct alloy_workspace *shared_ws;
 
@@ -103,15 +105,18 @@ static void *worker(void *arg)
 			struct alloy_blob *b;
 
 			/* Every thread also hits the common names. */
-			snprintf(name, sizeof(name), "%s%d", i % 2 ? "common" : "own",
+			snprintf(name, sizeof(name), "%s%d",
+				 i % 2 ? "common" : "own",
 				 i % 2 ? i : (int)id * NNAMES + i);
 			b = alloy_workspace_create_blob(shared_ws, name);
 			if (!b || !alloy_workspace_has_blob(shared_ws, name))
 				return (void *)1;
 		}
 		for (int i = 0; i < NNAMES; i += 2) {
-			snprintf(name, sizeof(name), "own%d", (int)id * NNAMES + i);
-			if (round < 3 && alloy_workspace_remove_blob(shared_ws, name))
+			snprintf(name, sizeof(name), "own%d",
+				 (int)id * NNAMES + i);
+			if (round < 3 &&
+			    alloy_workspace_remove_blob(shared_ws, name))
 				return (void *)1;
 		}
 	}
@@ -126,7 +131,8 @@ START_TEST(thread_safe)
 
 	shared_ws = alloy_workspace_new();
 	for (long i = 0; i < NTHREADS; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, worker, (void *)i), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, worker, (void *)i), 0);
 	for (int i = 0; i < NTHREADS; i++) {
 		void *rc;
 

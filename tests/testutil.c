@@ -33,7 +33,8 @@ static void *ta_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 		atomic_fetch_sub(&ta->allocs, 1);
 		return NULL;
 	}
-	if (posix_memalign((void **)&base, align < sizeof(void *) ? sizeof(void *) : align,
+	if (posix_memalign((void **)&base,
+			   align < sizeof(void *) ? sizeof(void *) : align,
 			   room + size)) {
 		atomic_fetch_sub(&ta->allocs, 1);
 		return NULL;

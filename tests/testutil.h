@@ -26,7 +26,8 @@ struct test_alloc {
 	atomic_long frees;
 	atomic_long bad_frees;
 	atomic_long live_bytes;
-	atomic_long fail_from; /* fail allocations numbered >= this; 0 = never */
+	atomic_long
+		fail_from; /* fail allocations numbered >= this; 0 = never */
 	/* atomic: threads of the stress tests allocate from one at once */
 	_Atomic size_t last_size;
 	_Atomic size_t last_align;
@@ -52,16 +53,16 @@ void fake_device_register(int device_type);
 /* Set ALLOY_CONF for the library's first use in this (forked) test. */
 void test_set_conf(const char *conf);
 
-#define ck_assert_ok(expr)                                                   \
-	do {                                                                 \
-		int rc_ = (expr);                                            \
-		ck_assert_msg(rc_ == 0, "%s returned %d: %s", #expr, rc_,    \
-			      alloy_last_error());                           \
+#define ck_assert_ok(expr)                                                \
+	do {                                                              \
+		int rc_ = (expr);                                         \
+		ck_assert_msg(rc_ == 0, "%s returned %d: %s", #expr, rc_, \
+			      alloy_last_error());                        \
 	} while (0)
 
 /* Every suite's constructor, declared once for -Wmissing-prototypes. */
 #include "suites.h"
 #define ALLOY_DECLARE_SUITE(name) Suite *suite_##name(void);
-ALLOY_TEST_SUITES(ALLOY_DECLARE_SUITE)
+ALLOY_TEST_SUITES (ALLOY_DECLARE_SUITE)
 
 #endif /* ALLOY_TESTS_TESTUTIL_H */

@@ -10,12 +10,7 @@
 #include "cli.h"
 
 static const struct cli_command *const commands[] = {
-	&cmd_list,
-	&cmd_conf,
-	&cmd_demo,
-	&cmd_bench,
-	&cmd_report,
-	&cmd_replay,
+	&cmd_list, &cmd_conf, &cmd_demo, &cmd_bench, &cmd_report, &cmd_replay,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -33,13 +33,12 @@
 #include "bench.h"
 
 #define CHUNKS 41
-#define BATCH 32
-#define ALIGN 64
+#define BATCH  32
+#define ALIGN  64
 
 /* A fixed mix of small and medium sizes, as tensors' buffers are. */
-static const size_t mix[16] = { 16,   64,   96,   128,  256,   384,
-				512,  1024, 2048, 4096, 8192,  100,
-				640,  3000, 32768, 200 };
+static const size_t mix[16] = { 16,   64,   96,	  128, 256, 384,  512,	 1024,
+				2048, 4096, 8192, 100, 640, 3000, 32768, 200 };
 
 static void *volatile sink;
 
@@ -169,7 +168,7 @@ static int module_vs_raw(const struct bench_opts *opts, const char *name,
 
 /* ---- larson-style ---------------------------------------------------- */
 
-#define SLOTS 2048
+#define SLOTS	    2048
 #define MAX_THREADS 2
 
 struct larson {
@@ -202,7 +201,8 @@ static size_t larson_size(uint64_t r)
 {
 	unsigned shift = 4 + (unsigned)(r % 13) * (unsigned)((r >> 8) % 2);
 
-	return ((size_t)1 << (shift > 16 ? 16 : shift)) + (size_t)((r >> 16) % 64);
+	return ((size_t)1 << (shift > 16 ? 16 : shift)) +
+	       (size_t)((r >> 16) % 64);
 }
 
 static void *larson_worker(void *arg)
@@ -221,7 +221,8 @@ static void *larson_worker(void *arg)
 			struct alloy_data_ptr *dp = &set[r % SLOTS];
 
 			alloy_data_ptr_free(dp);
-			if (alloy_alloc(l->a, larson_size(r >> 11), ALIGN, 0, dp)) {
+			if (alloy_alloc(l->a, larson_size(r >> 11), ALIGN, 0,
+					dp)) {
 				l->failed = 1;
 				break;
 			}
@@ -267,7 +268,8 @@ static double larson_run(struct alloy_allocator *a, int nthreads,
 
 static int larson(const struct bench_opts *opts)
 {
-	static const char *const names[] = { "default", "jemalloc", "mimalloc" };
+	static const char *const names[] = { "default", "jemalloc",
+					     "mimalloc" };
 	struct alloy_allocator *a[3];
 	double ops[3][3];
 	char metric[96];
@@ -284,15 +286,16 @@ static int larson(const struct bench_opts *opts)
 		/* Interleave the allocators; keep each one's median run. */
 		for (int rep = 0; rep < 5; rep++)
 			for (int n = 0; n < 3; n++)
-				if (a[n] && (runs[n][rep] = larson_run(a[n], threads,
-								      opts)) < 0)
+				if (a[n] && (runs[n][rep] = larson_run(
+						     a[n], threads, opts)) < 0)
 					return -1;
 		for (int n = 0; n < 3; n++) {
 			if (!a[n])
 				continue;
 			ops[n][threads] = bench_median(runs[n], 5);
-			snprintf(metric, sizeof(metric), "larson %d thread%s %s",
-				 threads, threads > 1 ? "s" : "", names[n]);
+			snprintf(metric, sizeof(metric),
+				 "larson %d thread%s %s", threads,
+				 threads > 1 ? "s" : "", names[n]);
 			bench_result("backends", metric, ops[n][threads] / 1e6,
 				     "Mops/s", GOAL_NONE, 0);
 		}
@@ -300,8 +303,8 @@ static int larson(const struct bench_opts *opts)
 			if (!a[0] || !a[n])
 				continue;
 			snprintf(metric, sizeof(metric),
-				 "larson %d thread%s %s/default throughput", threads,
-				 threads > 1 ? "s" : "", names[n]);
+				 "larson %d thread%s %s/default throughput",
+				 threads, threads > 1 ? "s" : "", names[n]);
 			bench_result("backends", metric,
 				     ops[n][threads] / ops[0][threads], "x",
 				     GOAL_NONE, 0);

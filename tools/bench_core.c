@@ -55,8 +55,8 @@ static double framework_round(size_t size, long iters)
 
 static int run_core(const struct bench_opts *opts)
 {
-	static const size_t sizes[] = { 64, 256, 1024, 4096, 16384, 65536,
-					262144, 1048576 };
+	static const size_t sizes[] = { 64,    256,   1024,   4096,
+					16384, 65536, 262144, 1048576 };
 	size_t align = alloy_conf_align();
 	struct alloy_allocator *def = alloy_find_allocator("default");
 	double worst = 0;
@@ -65,16 +65,20 @@ static int run_core(const struct bench_opts *opts)
 		return -1;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		long iters = bench_iters(opts, sizes[s] >= 262144 ? 400 : 4000);
-		double direct[CHUNKS], fw[CHUNKS], median_direct, median_fw, ratio;
+		double direct[CHUNKS], fw[CHUNKS], median_direct, median_fw,
+			ratio;
 		char metric[96];
 
 		for (int r = 0; r < CHUNKS; r++) {
-			/* Alternate who goes first: the heap state is shared. */
+			/* Alternate who goes first: the heap state is shared.
+			 */
 			if (r & 1) {
 				fw[r] = framework_round(sizes[s], iters);
-				direct[r] = direct_round(sizes[s], align, iters);
+				direct[r] =
+					direct_round(sizes[s], align, iters);
 			} else {
-				direct[r] = direct_round(sizes[s], align, iters);
+				direct[r] =
+					direct_round(sizes[s], align, iters);
 				fw[r] = framework_round(sizes[s], iters);
 			}
 			if (direct[r] < 0 || fw[r] < 0)
@@ -84,16 +88,20 @@ static int run_core(const struct bench_opts *opts)
 		median_fw = bench_median(fw, CHUNKS);
 		ratio = median_fw / median_direct;
 		worst = ratio > worst ? ratio : worst;
-		snprintf(metric, sizeof(metric), "%zu B direct posix_memalign+free",
+		snprintf(metric, sizeof(metric),
+			 "%zu B direct posix_memalign+free", sizes[s]);
+		bench_result("core", metric, median_direct, "ns/pair",
+			     GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric), "%zu B alloy alloc+free",
 			 sizes[s]);
-		bench_result("core", metric, median_direct, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B alloy alloc+free", sizes[s]);
-		bench_result("core", metric, median_fw, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B ratio alloy/direct", sizes[s]);
+		bench_result("core", metric, median_fw, "ns/pair", GOAL_NONE,
+			     0);
+		snprintf(metric, sizeof(metric), "%zu B ratio alloy/direct",
+			 sizes[s]);
 		bench_result("core", metric, ratio, "x", GOAL_AT_MOST, 1.05);
 	}
-	bench_result("core", "worst ratio alloy/direct", worst, "x", GOAL_AT_MOST,
-		     1.05);
+	bench_result("core", "worst ratio alloy/direct", worst, "x",
+		     GOAL_AT_MOST, 1.05);
 	return 0;
 }
 

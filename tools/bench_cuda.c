@@ -23,7 +23,7 @@
 #include "bench.h"
 #include "trace.h"
 
-#define ROUNDS 7
+#define ROUNDS	7
 #define REPEATS 5
 
 #ifndef ALLOY_TRACES_DIR
@@ -70,7 +70,8 @@ static int latency(const struct bench_opts *opts, struct alloy_cuda_sim *sim)
 	    alloy_cuda_plain_register_sim(sim, "bench_cuda_plain", &plain))
 		return -1;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		long n_cc = bench_iters(opts, 1000000), n_pl = bench_iters(opts, 5000);
+		long n_cc = bench_iters(opts, 1000000),
+		     n_pl = bench_iters(opts, 5000);
 		double best_cc = 1e300, best_pl = 1e300, c, p;
 		char metric[96];
 
@@ -83,13 +84,17 @@ static int latency(const struct bench_opts *opts, struct alloy_cuda_sim *sim)
 			best_pl = p < best_pl ? p : best_pl;
 		}
 		worst = best_cc > worst ? best_cc : worst;
-		snprintf(metric, sizeof(metric), "%zu B cached alloc+free", sizes[s]);
-		bench_result("cuda", metric, best_cc, "ns/pair", GOAL_AT_MOST, 150);
-		snprintf(metric, sizeof(metric), "%zu B plain (device call each) alloc+free",
+		snprintf(metric, sizeof(metric), "%zu B cached alloc+free",
 			 sizes[s]);
+		bench_result("cuda", metric, best_cc, "ns/pair", GOAL_AT_MOST,
+			     150);
+		snprintf(metric, sizeof(metric),
+			 "%zu B plain (device call each) alloc+free", sizes[s]);
 		bench_result("cuda", metric, best_pl, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B speedup cached/plain", sizes[s]);
-		bench_result("cuda", metric, best_pl / best_cc, "x", GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric), "%zu B speedup cached/plain",
+			 sizes[s]);
+		bench_result("cuda", metric, best_pl / best_cc, "x", GOAL_NONE,
+			     0);
 	}
 	bench_result("cuda", "worst cached alloc+free", worst, "ns/pair",
 		     GOAL_AT_MOST, 150);
@@ -116,9 +121,11 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	uint64_t c0, c1, c2;
 	double ns = 0, frag;
 
-	snprintf(path, sizeof(path), "%s/%s.trace", dir ? dir : ALLOY_TRACES_DIR, name);
+	snprintf(path, sizeof(path), "%s/%s.trace",
+		 dir ? dir : ALLOY_TRACES_DIR, name);
 	if (trace_read(path, &tr, err, sizeof(err))) {
-		fprintf(stderr, "alloy bench cuda: %s (set ALLOY_TRACES_DIR)\n", err);
+		fprintf(stderr, "alloy bench cuda: %s (set ALLOY_TRACES_DIR)\n",
+			err);
 		return -1;
 	}
 	/* A cold cache for each trace. */
@@ -127,7 +134,8 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	c0 = device_calls(sim);
 	for (int rep = 0; rep < REPEATS; rep++) {
 		if (trace_replay(&tr, cc, &rr, NULL, NULL)) {
-			fprintf(stderr, "alloy bench cuda: %s: %s\n", path, alloy_last_error());
+			fprintf(stderr, "alloy bench cuda: %s: %s\n", path,
+				alloy_last_error());
 			trace_free(&tr);
 			return -1;
 		}
@@ -143,23 +151,29 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	*worst_frag = frag > *worst_frag ? frag : *worst_frag;
 	snprintf(metric, sizeof(metric), "%s: events per repetition", name);
 	bench_result("cuda", metric, (double)tr.nev, "events", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: device calls, first repetition", name);
+	snprintf(metric, sizeof(metric), "%s: device calls, first repetition",
+		 name);
 	bench_result("cuda", metric, (double)(c1 - c0), "calls", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: device calls, repetitions 2-%d", name,
-		 REPEATS);
-	bench_result("cuda", metric, (double)(c2 - c1), "calls", GOAL_AT_MOST, 0);
+	snprintf(metric, sizeof(metric), "%s: device calls, repetitions 2-%d",
+		 name, REPEATS);
+	bench_result("cuda", metric, (double)(c2 - c1), "calls", GOAL_AT_MOST,
+		     0);
 	snprintf(metric, sizeof(metric), "%s: peak allocated", name);
 	bench_result("cuda", metric,
-		     (double)st.allocated_bytes[ALLOY_CUDA_POOL_ALL].peak / (1 << 20),
+		     (double)st.allocated_bytes[ALLOY_CUDA_POOL_ALL].peak /
+			     (1 << 20),
 		     "MiB", GOAL_NONE, 0);
 	snprintf(metric, sizeof(metric), "%s: peak reserved", name);
 	bench_result("cuda", metric,
-		     (double)st.reserved_bytes[ALLOY_CUDA_POOL_ALL].peak / (1 << 20),
+		     (double)st.reserved_bytes[ALLOY_CUDA_POOL_ALL].peak /
+			     (1 << 20),
 		     "MiB", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: fragmentation reserved/allocated", name);
+	snprintf(metric, sizeof(metric), "%s: fragmentation reserved/allocated",
+		 name);
 	bench_result("cuda", metric, frag, "x", GOAL_AT_MOST, 1.2);
 	snprintf(metric, sizeof(metric), "%s: replay, warm cache", name);
-	bench_result("cuda", metric, ns / (REPEATS - 1), "ns/event", GOAL_NONE, 0);
+	bench_result("cuda", metric, ns / (REPEATS - 1), "ns/event", GOAL_NONE,
+		     0);
 	trace_free(&tr);
 	return 0;
 }
@@ -182,7 +196,8 @@ static int run_cuda(const struct bench_opts *opts)
 	for (size_t i = 0; i < sizeof(traces) / sizeof(traces[0]); i++)
 		if (one_trace(traces[i], cc, sim, &worst))
 			return -1;
-	bench_result("cuda", "worst fragmentation", worst, "x", GOAL_AT_MOST, 1.2);
+	bench_result("cuda", "worst fragmentation", worst, "x", GOAL_AT_MOST,
+		     1.2);
 	return 0;
 }
 

@@ -43,7 +43,7 @@ static double thread_cpu_ns(void)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	struct alloy_data_ptr ring[RING] = {0};
+	struct alloy_data_ptr ring[RING] = { 0 };
 
 	double t0;
 
@@ -80,7 +80,9 @@ static bool round_rate(struct alloy_allocator *a, int nthreads, long iters,
 
 	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
 	for (int i = 0; i < nthreads; i++) {
-		w[i] = (struct worker){.a = a, .start = &start, .iters = iters};
+		w[i] = (struct worker){ .a = a,
+					.start = &start,
+					.iters = iters };
 		if (pthread_create(&w[i].thread, NULL, work, &w[i]))
 			return false;
 	}

@@ -62,10 +62,12 @@ static long resize_loop(long iters)
 		float *p;
 
 		if (i == nb)
-			before = cpu_allocs(); /* one pass of every shape done */
+			before =
+				cpu_allocs(); /* one pass of every shape done */
 		if (alloy_tensor_resize(t, dims, 2))
 			goto out;
-		p = alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_FLOAT));
+		p = alloy_tensor_raw_mutable_data(t,
+						  alloy_type(ALLOY_TYPE_FLOAT));
 		if (!p)
 			goto out;
 		p[0] = (float)i;
@@ -92,8 +94,10 @@ static int run_resize(const struct bench_opts *opts)
 	alloy_tensor_set_max_keep_on_shrink_memory(max_keep);
 	if (on < 0 || off < 0)
 		return -1;
-	bench_result("tensor", "resize loop: allocations after warm-up, keep_on_shrink on",
-		     (double)on, "allocs", GOAL_AT_MOST, 0);
+	bench_result(
+		"tensor",
+		"resize loop: allocations after warm-up, keep_on_shrink on",
+		(double)on, "allocs", GOAL_AT_MOST, 0);
 	bench_result("tensor", "resize loop: allocations, keep_on_shrink off",
 		     (double)off, "allocs", GOAL_NONE, 0);
 	return 0;
@@ -101,7 +105,7 @@ static int run_resize(const struct bench_opts *opts)
 
 /* ---- extend one at a time ------------------------------------------- */
 
-#define EXTEND_TO 1000000
+#define EXTEND_TO  1000000
 #define GROWTH_PCT 50.0f
 
 /* Time per element in ns; *allocs gets the buffers made.  < 0: error. */
@@ -113,7 +117,8 @@ static double extend_round(long n, long *allocs)
 	double t0 = bench_now_ns(), dt = -1;
 	float *p;
 
-	if (!t || !(p = alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_FLOAT))))
+	if (!t || !(p = alloy_tensor_raw_mutable_data(
+			    t, alloy_type(ALLOY_TYPE_FLOAT))))
 		goto out;
 	p[0] = 0;
 	for (long i = 1; i < n; i++) {
@@ -184,22 +189,23 @@ static int run_extend(const struct bench_opts *opts)
 		 "extend by 1 to %ld (growth %.0f%%): buffers allocated", n,
 		 (double)GROWTH_PCT);
 	/* 1.5^k >= 1e6 needs k = 35: anything near that is geometric. */
-	bench_result("tensor", metric, (double)allocs, "allocs", GOAL_AT_MOST, 40);
-	bench_result("tensor", "realloc-doubling vector: reallocs", (double)reallocs,
-		     "reallocs", GOAL_NONE, 0);
+	bench_result("tensor", metric, (double)allocs, "allocs", GOAL_AT_MOST,
+		     40);
+	bench_result("tensor", "realloc-doubling vector: reallocs",
+		     (double)reallocs, "reallocs", GOAL_NONE, 0);
 	bench_result("tensor", "extend by 1: time per element", best_t, "ns",
 		     GOAL_NONE, 0);
-	bench_result("tensor", "realloc-doubling vector: time per element", best_v,
-		     "ns", GOAL_NONE, 0);
-	bench_result("tensor", "extend time / vector time", best_t / best_v, "x",
-		     GOAL_NONE, 0);
+	bench_result("tensor", "realloc-doubling vector: time per element",
+		     best_v, "ns", GOAL_NONE, 0);
+	bench_result("tensor", "extend time / vector time", best_t / best_v,
+		     "x", GOAL_NONE, 0);
 	return 0;
 }
 
 /* ---- copy_from against memcpy --------------------------------------- */
 
-static double copy_round(struct alloy_tensor *dst, const struct alloy_tensor *src,
-			 long iters)
+static double copy_round(struct alloy_tensor *dst,
+			 const struct alloy_tensor *src, long iters)
 {
 	double t0 = bench_now_ns();
 
@@ -263,9 +269,12 @@ static int copy_size(const struct bench_opts *opts, size_t bytes)
 	}
 	snprintf(metric, sizeof(metric), "copy_from %zu MiB: speed vs memcpy",
 		 bytes >> 20);
-	bench_result("tensor", metric, best_m / best_c, "x", GOAL_AT_LEAST, 0.9);
-	snprintf(metric, sizeof(metric), "copy_from %zu MiB: bandwidth", bytes >> 20);
-	bench_result("tensor", metric, (double)bytes / best_c, "GB/s", GOAL_NONE, 0);
+	bench_result("tensor", metric, best_m / best_c, "x", GOAL_AT_LEAST,
+		     0.9);
+	snprintf(metric, sizeof(metric), "copy_from %zu MiB: bandwidth",
+		 bytes >> 20);
+	bench_result("tensor", metric, (double)bytes / best_c, "GB/s",
+		     GOAL_NONE, 0);
 	rc = 0;
 out:
 	alloy_tensor_unref(src);

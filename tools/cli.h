@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #define EXIT_PROBLEM 1
-#define EXIT_USAGE 2
+#define EXIT_USAGE   2
 
 struct cli_command {
 	const char *name;

@@ -13,11 +13,8 @@
 #include "json.h"
 
 static const struct bench *const benches[] = {
-	&bench_core,
-	&bench_reporter,
-	&bench_backends,
-	&bench_tensor,
-	&bench_cuda,
+	&bench_core,   &bench_reporter, &bench_backends,
+	&bench_tensor, &bench_cuda,
 };
 
 #define NBENCHES (sizeof(benches) / sizeof(benches[0]))
@@ -57,7 +54,8 @@ void bench_result(const char *group, const char *metric, double value,
 		struct result *n = realloc(results, cap * sizeof(*n));
 
 		if (!n) {
-			fprintf(stderr, "alloy bench: out of memory for results\n");
+			fprintf(stderr,
+				"alloy bench: out of memory for results\n");
 			return;
 		}
 		results = n;
@@ -73,8 +71,9 @@ void bench_result(const char *group, const char *metric, double value,
 	if (!json_output) {
 		printf("  %-52s %12.3f %-8s", metric, value, unit);
 		if (goal != GOAL_NONE)
-			printf(" goal %s %.2f: %s", goal == GOAL_AT_MOST ? "<=" : ">=",
-			       target, verdict(r));
+			printf(" goal %s %.2f: %s",
+			       goal == GOAL_AT_MOST ? "<=" : ">=", target,
+			       verdict(r));
 		printf("\n");
 		fflush(stdout);
 	}
@@ -126,9 +125,11 @@ static void print_json(void)
 		json_string(stdout, r->unit);
 		if (r->goal != GOAL_NONE) {
 			printf(", \"goal\": \"%s\", \"target\": ",
-			       r->goal == GOAL_AT_MOST ? "at_most" : "at_least");
+			       r->goal == GOAL_AT_MOST ? "at_most"
+						       : "at_least");
 			json_number(stdout, r->target);
-			printf(", \"met\": %s", strcmp(verdict(r), "met") ? "false" : "true");
+			printf(", \"met\": %s",
+			       strcmp(verdict(r), "met") ? "false" : "true");
 		}
 		printf("}");
 	}
@@ -154,8 +155,8 @@ static int run_bench(int argc, char **argv)
 		} else if (argv[i][0] != '-' && nonly < 16)
 			only[nonly++] = argv[i];
 		else
-			return cli_usage_error(&cmd_bench, "unknown option \"%s\"",
-					       argv[i]);
+			return cli_usage_error(
+				&cmd_bench, "unknown option \"%s\"", argv[i]);
 	}
 	for (int o = 0; o < nonly; o++) {
 		size_t b;
@@ -164,9 +165,10 @@ static int run_bench(int argc, char **argv)
 			if (!strcmp(only[o], benches[b]->name))
 				break;
 		if (b == NBENCHES)
-			return cli_usage_error(&cmd_bench,
-					       "no benchmark named \"%s\" (see --list)",
-					       only[o]);
+			return cli_usage_error(
+				&cmd_bench,
+				"no benchmark named \"%s\" (see --list)",
+				only[o]);
 	}
 	json_output = opts.json;
 	alloy_init();
@@ -180,8 +182,8 @@ static int run_bench(int argc, char **argv)
 		if (!opts.json)
 			printf("%s: %s\n", benches[b]->name, benches[b]->help);
 		if (benches[b]->run(&opts)) {
-			fprintf(stderr, "alloy bench %s: %s\n", benches[b]->name,
-				alloy_last_error());
+			fprintf(stderr, "alloy bench %s: %s\n",
+				benches[b]->name, alloy_last_error());
 			rc = EXIT_PROBLEM;
 		}
 	}
@@ -194,14 +196,15 @@ static int run_bench(int argc, char **argv)
 const struct cli_command cmd_bench = {
 	.name = "bench",
 	.summary = "measure alloy against the direct calls, side by side",
-	.usage = "usage: alloy bench [--json] [--quick] [--list] [NAME...]\n"
-		 "\n"
-		 "Runs the benchmarks (all, or those named) and prints each figure\n"
-		 "with the goal it is judged against.  Every ratio compares two ways\n"
-		 "of doing the same work measured in the same run.\n"
-		 "\n"
-		 "  --json    print the results as one JSON object\n"
-		 "  --quick   twentieth of the iterations (a smoke run)\n"
-		 "  --list    list the benchmarks\n",
+	.usage =
+		"usage: alloy bench [--json] [--quick] [--list] [NAME...]\n"
+		"\n"
+		"Runs the benchmarks (all, or those named) and prints each figure\n"
+		"with the goal it is judged against.  Every ratio compares two ways\n"
+		"of doing the same work measured in the same run.\n"
+		"\n"
+		"  --json    print the results as one JSON object\n"
+		"  --quick   twentieth of the iterations (a smoke run)\n"
+		"  --list    list the benchmarks\n",
 	.run = run_bench,
 };

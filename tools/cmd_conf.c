@@ -24,7 +24,8 @@ static void print_key(const char *key, const char *value, const char *help,
 		json_string(stdout, key);
 		printf(": {\"value\": ");
 		json_string(stdout, value);
-		printf(", \"source\": \"%s\"}", from_env ? "ALLOY_CONF" : "default");
+		printf(", \"source\": \"%s\"}",
+		       from_env ? "ALLOY_CONF" : "default");
 	} else {
 		printf("%-28s %-16s %-10s %s\n", key, value[0] ? value : "-",
 		       from_env ? "ALLOY_CONF" : "default", help);
@@ -60,8 +61,8 @@ static int run_conf(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			st.json = true;
 		else
-			return cli_usage_error(&cmd_conf, "unknown option \"%s\"",
-					       argv[i]);
+			return cli_usage_error(
+				&cmd_conf, "unknown option \"%s\"", argv[i]);
 	}
 	nerr = alloy_init();
 	if (st.json)
@@ -83,22 +84,24 @@ static int run_conf(int argc, char **argv)
 		}
 		printf("\n  ]\n}\n");
 	} else if (nerr) {
-		printf("\n%d error%s in ALLOY_CONF (see above on stderr)\n", nerr,
-		       nerr == 1 ? "" : "s");
+		printf("\n%d error%s in ALLOY_CONF (see above on stderr)\n",
+		       nerr, nerr == 1 ? "" : "s");
 	}
 	return nerr ? EXIT_PROBLEM : 0;
 }
 
 const struct cli_command cmd_conf = {
 	.name = "conf",
-	.summary = "print the effective configuration (exit 1 on ALLOY_CONF errors)",
-	.usage = "usage: alloy conf [--json]\n"
-		 "\n"
-		 "Prints every ALLOY_CONF key with the value in effect and where it\n"
-		 "came from, then the allocator-specific options (name.key:value).\n"
-		 "Problems in ALLOY_CONF are printed on stderr, one line each, and\n"
-		 "make the exit status 1.\n"
-		 "\n"
-		 "  --json   print the same as a JSON object, errors included\n",
+	.summary =
+		"print the effective configuration (exit 1 on ALLOY_CONF errors)",
+	.usage =
+		"usage: alloy conf [--json]\n"
+		"\n"
+		"Prints every ALLOY_CONF key with the value in effect and where it\n"
+		"came from, then the allocator-specific options (name.key:value).\n"
+		"Problems in ALLOY_CONF are printed on stderr, one line each, and\n"
+		"make the exit status 1.\n"
+		"\n"
+		"  --json   print the same as a JSON object, errors included\n",
 	.run = run_conf,
 };

@@ -16,7 +16,7 @@
 
 #include "cli.h"
 
-#define IN_FEATURES 64
+#define IN_FEATURES  64
 #define OUT_FEATURES 32
 #define HISTORY_KEEP 4
 
@@ -225,7 +225,8 @@ static int setup(struct alloy_workspace *ws)
 	labels = output(ws, "labels");
 	if (!labels || alloy_tensor_resize(labels, &n, 1))
 		return -ENOMEM;
-	s = alloy_tensor_raw_mutable_data(labels, alloy_type(ALLOY_TYPE_STRING));
+	s = alloy_tensor_raw_mutable_data(labels,
+					  alloy_type(ALLOY_TYPE_STRING));
 	if (!s)
 		return -ENOMEM;
 	for (int i = 0; i < NITER; i++) {
@@ -276,7 +277,8 @@ static int iteration(struct alloy_workspace *ws, int it)
 	/* A deep snapshot of the weights every other iteration. */
 	if (it % 2 == 0) {
 		snap = output(ws, "fc_w_snapshot");
-		if (!snap || (rc = alloy_tensor_copy_from(snap, input(ws, "fc_w"))))
+		if (!snap ||
+		    (rc = alloy_tensor_copy_from(snap, input(ws, "fc_w"))))
 			return rc ? rc : -ENOMEM;
 	}
 
@@ -305,7 +307,8 @@ static int stats_line(struct alloy_allocator *a, void *arg)
 	printf("  %-16s %-10s %8llu allocs %8llu frees %6lld live blocks",
 	       alloy_allocator_name(a), alloy_device_type_name(type),
 	       (unsigned long long)st.num_allocs,
-	       (unsigned long long)st.num_frees, alloy_allocator_live_blocks(a));
+	       (unsigned long long)st.num_frees,
+	       alloy_allocator_live_blocks(a));
 	if (alloy_get_default(type) == a)
 		printf("  (%s default)", alloy_device_type_name(type));
 	printf("\n");
@@ -379,15 +382,17 @@ out_error:
 
 const struct cli_command cmd_demo = {
 	.name = "demo",
-	.summary = "run a Caffe2-like tensor workload and print what each allocator served",
-	.usage = "usage: alloy demo [--swap NAME]\n"
-		 "\n"
-		 "Runs a tiny net on the tensor layer: a workspace of blobs through\n"
-		 "fill, FC, ReLU, mask and loss-history operators over batches of\n"
-		 "changing size (resize, extend, shrink, share, copy, type changes),\n"
-		 "with the allocators ALLOY_CONF selects, then prints the reporter's\n"
-		 "summary per allocator.\n"
-		 "\n"
-		 "  --swap NAME   make NAME the CPU default halfway through\n",
+	.summary =
+		"run a Caffe2-like tensor workload and print what each allocator served",
+	.usage =
+		"usage: alloy demo [--swap NAME]\n"
+		"\n"
+		"Runs a tiny net on the tensor layer: a workspace of blobs through\n"
+		"fill, FC, ReLU, mask and loss-history operators over batches of\n"
+		"changing size (resize, extend, shrink, share, copy, type changes),\n"
+		"with the allocators ALLOY_CONF selects, then prints the reporter's\n"
+		"summary per allocator.\n"
+		"\n"
+		"  --swap NAME   make NAME the CPU default halfway through\n",
 	.run = run_demo,
 };

@@ -22,7 +22,8 @@ static bool is_default(struct alloy_allocator *a)
 static int print_one(struct alloy_allocator *a, void *arg)
 {
 	struct list_state *st = arg;
-	const char *dev = alloy_device_type_name(alloy_allocator_device_type(a));
+	const char *dev =
+		alloy_device_type_name(alloy_allocator_device_type(a));
 
 	if (st->json) {
 		printf("%s\n    {\"name\": ", st->n ? "," : "");
@@ -39,8 +40,8 @@ static int print_one(struct alloy_allocator *a, void *arg)
 		printf("%-16s %-10s %8lld %12lld  %-7s %s\n",
 		       alloy_allocator_name(a), dev,
 		       alloy_allocator_live_blocks(a),
-		       alloy_allocator_live_bytes(a), is_default(a) ? "yes" : "",
-		       alloy_allocator_origin(a));
+		       alloy_allocator_live_bytes(a),
+		       is_default(a) ? "yes" : "", alloy_allocator_origin(a));
 	}
 	st->n++;
 	return 0;
@@ -54,8 +55,8 @@ static int run_list(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			st.json = true;
 		else
-			return cli_usage_error(&cmd_list, "unknown option \"%s\"",
-					       argv[i]);
+			return cli_usage_error(
+				&cmd_list, "unknown option \"%s\"", argv[i]);
 	}
 	alloy_init();
 	if (st.json)
@@ -72,13 +73,14 @@ static int run_list(int argc, char **argv)
 const struct cli_command cmd_list = {
 	.name = "list",
 	.summary = "list the registered allocators",
-	.usage = "usage: alloy list [--json]\n"
-		 "\n"
-		 "Lists every registered allocator: name, device, live blocks and\n"
-		 "bytes, whether it is its device's default, and its origin\n"
-		 "(builtin, or the path of the module that provided it).\n"
-		 "Modules named in ALLOY_CONF or ALLOY_PLUGINS are loaded first.\n"
-		 "\n"
-		 "  --json   print the same as a JSON object\n",
+	.usage =
+		"usage: alloy list [--json]\n"
+		"\n"
+		"Lists every registered allocator: name, device, live blocks and\n"
+		"bytes, whether it is its device's default, and its origin\n"
+		"(builtin, or the path of the module that provided it).\n"
+		"Modules named in ALLOY_CONF or ALLOY_PLUGINS are loaded first.\n"
+		"\n"
+		"  --json   print the same as a JSON object\n",
 	.run = run_list,
 };

@@ -67,8 +67,8 @@ static double now_s(void)
 
 static void sample(struct alloy_allocator *a, struct replay_result *r)
 {
-	struct alloy_allocator_stats st = {.size = sizeof(st),
-					   .version = ALLOY_STATS_VERSION};
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
 
 	if (alloy_allocator_stats(a, &st))
 		return;
@@ -84,8 +84,8 @@ int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 		 void (*progress)(void *arg, size_t done, size_t total),
 		 void *arg)
 {
-	struct blockmap map = {0};
-	struct pool pool = {0};
+	struct blockmap map = { 0 };
+	struct pool pool = { 0 };
 	uint64_t live = 0;
 	double t0, spent = 0;
 	int rc = 0;

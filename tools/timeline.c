@@ -92,7 +92,7 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	double dur = sum->duration_ns ? (double)sum->duration_ns : 1;
 	double ymax =
 		sum->all.peak_bytes ? (double)sum->all.peak_bytes * 1.12 : 1;
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double xstep, ystep, t = 0, unit = 1;
 	int u = 0;
 	bool show_all = ns > 1;

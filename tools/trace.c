@@ -163,7 +163,7 @@ static int push(struct trace *tr, const struct trace_event *e)
 static int parse_event(struct reader *r, struct trace *tr,
 		       struct blockmap *live, char *line)
 {
-	struct trace_event e = {.op = line[0]};
+	struct trace_event e = { .op = line[0] };
 	unsigned long long t, block, size = 0;
 	unsigned align = 0;
 	char alloc[64] = "", dev[32] = "", extra;
@@ -245,8 +245,8 @@ static int parse_event(struct reader *r, struct trace *tr,
 
 int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 {
-	struct reader r = {path, 0, 0, err, errlen};
-	struct blockmap live = {0};
+	struct reader r = { path, 0, 0, err, errlen };
+	struct blockmap live = { 0 };
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -397,7 +397,7 @@ void trace_summarize(const struct trace *tr, struct trace_summary *sum)
 
 const char *trace_human_bytes(uint64_t n, char *buf, size_t len)
 {
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)n;
 	int u = 0;
 

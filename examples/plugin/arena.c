@@ -18,7 +18,7 @@
 
 struct chunk {
 	struct chunk *next; /* older chunk */
-	size_t size;        /* bytes after the header */
+	size_t size;	    /* bytes after the header */
 };
 
 struct arena {
@@ -138,13 +138,15 @@ static int arena_set_option(void *ctx, const char *key, const char *value)
 	uint64_t n;
 
 	if (strcmp(key, "chunk_size") != 0)
-		return alloy_plugin_error(-EINVAL,
-					  "arena: unknown option \"%s\" (known: chunk_size)",
-					  key);
+		return alloy_plugin_error(
+			-EINVAL,
+			"arena: unknown option \"%s\" (known: chunk_size)",
+			key);
 	if (alloy_parse_size(value, &n) || n < 4096 || n > ((uint64_t)1 << 40))
-		return alloy_plugin_error(-ERANGE,
-					  "arena: chunk_size \"%s\" is not a size between 4K and 1T",
-					  value);
+		return alloy_plugin_error(
+			-ERANGE,
+			"arena: chunk_size \"%s\" is not a size between 4K and 1T",
+			value);
 	pthread_mutex_lock(&ar->lock);
 	ar->chunk_size = (size_t)n;
 	pthread_mutex_unlock(&ar->lock);
@@ -189,8 +191,8 @@ static const struct alloy_plugin_descriptor descriptor = {
 	.nallocators = 1,
 };
 
-__attribute__((visibility("default")))
-const struct alloy_plugin_descriptor *alloy_module_entry(void)
+__attribute__((visibility("default"))) const struct alloy_plugin_descriptor *
+alloy_module_entry(void)
 {
 	return &descriptor;
 }

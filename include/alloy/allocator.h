@@ -44,16 +44,16 @@ extern "C" {
  * provider fills at most `size` bytes.  Unknown values stay 0.
  */
 struct alloy_allocator_stats {
-	uint32_t size;    /* sizeof the caller's struct */
-	uint32_t version; /* ALLOY_STATS_VERSION of the caller */
-	uint64_t allocated;   /* bytes handed out and not yet freed */
-	uint64_t reserved;    /* bytes held from the system (>= allocated) */
-	uint64_t active;      /* bytes in pages with live blocks */
-	uint64_t resident;    /* bytes physically resident */
-	uint64_t mapped;      /* bytes mapped */
+	uint32_t size;	    /* sizeof the caller's struct */
+	uint32_t version;   /* ALLOY_STATS_VERSION of the caller */
+	uint64_t allocated; /* bytes handed out and not yet freed */
+	uint64_t reserved;  /* bytes held from the system (>= allocated) */
+	uint64_t active;    /* bytes in pages with live blocks */
+	uint64_t resident;  /* bytes physically resident */
+	uint64_t mapped;    /* bytes mapped */
 	uint64_t peak_allocated;
 	uint64_t peak_reserved;
-	uint64_t num_allocs;  /* alloc calls served */
+	uint64_t num_allocs; /* alloc calls served */
 	uint64_t num_frees;
 	uint64_t num_system_allocs; /* calls into the memory source */
 	uint64_t num_system_frees;
@@ -80,8 +80,8 @@ struct alloy_allocator_ops {
 	/* Optional: called once when unregistered. */
 	void (*fini)(void *ctx);
 	/* Optional: resize keeping the first min(old, new) bytes. */
-	void *(*realloc)(void *ctx, void *ptr, size_t old_size,
-			 size_t new_size, size_t align);
+	void *(*realloc)(void *ctx, void *ptr, size_t old_size, size_t new_size,
+			 size_t align);
 	/* Optional: bytes usable at ptr (>= the size asked for). */
 	size_t (*usable_size)(void *ctx, const void *ptr, size_t size);
 	/* Optional: give cached memory back; returns bytes released or < 0. */
@@ -122,7 +122,7 @@ typedef void (*alloy_deleter_fn)(struct alloy_data_ptr *dp);
  */
 struct alloy_data_ptr {
 	void *ptr;
-	void *ctx;                /* the deleter's context */
+	void *ctx;		  /* the deleter's context */
 	alloy_deleter_fn deleter; /* NULL: nothing to free */
 	struct alloy_device device;
 	size_t size;  /* bytes asked for */
@@ -156,7 +156,8 @@ struct alloy_data_ptr alloy_data_ptr_wrap(void *ptr, size_t size,
 					  alloy_deleter_fn deleter, void *ctx);
 
 /* The allocator that made dp, or NULL if it was wrapped memory. */
-struct alloy_allocator *alloy_data_ptr_allocator(const struct alloy_data_ptr *dp);
+struct alloy_allocator *
+alloy_data_ptr_allocator(const struct alloy_data_ptr *dp);
 
 /* Whether name is a valid allocator name: 1..ALLOY_NAME_MAX of [A-Za-z0-9_]. */
 int alloy_allocator_name_valid(const char *name);
@@ -171,7 +172,8 @@ long long alloy_allocator_live_blocks(const struct alloy_allocator *a);
 /* Bytes made by a and not yet freed. */
 long long alloy_allocator_live_bytes(const struct alloy_allocator *a);
 /* The provider's ops (the registry's private copy) and context. */
-const struct alloy_allocator_ops *alloy_allocator_ops(const struct alloy_allocator *a);
+const struct alloy_allocator_ops *
+alloy_allocator_ops(const struct alloy_allocator *a);
 void *alloy_allocator_ctx(const struct alloy_allocator *a);
 
 /* Optional operations, with the registry's fallbacks. */

@@ -61,13 +61,13 @@ int alloy_parse_size(const char *s, uint64_t *out);
 int alloy_parse_bool(const char *s, bool *out);
 
 /* Frequently read settings, fixed after init. */
-size_t alloy_conf_align(void);     /* default alignment, default 64 */
-bool alloy_conf_zero_fill(void);   /* zero every new CPU block */
-bool alloy_conf_junk_fill(void);   /* fill new/freed CPU blocks with junk */
+size_t alloy_conf_align(void);	 /* default alignment, default 64 */
+bool alloy_conf_zero_fill(void); /* zero every new CPU block */
+bool alloy_conf_junk_fill(void); /* fill new/freed CPU blocks with junk */
 
 /* The byte junk_fill writes into new blocks (freed ones get ~it). */
 #define ALLOY_JUNK_ALLOC 0xa5
-#define ALLOY_JUNK_FREE 0x5a
+#define ALLOY_JUNK_FREE	 0x5a
 
 #ifdef __cplusplus
 }

@@ -58,8 +58,9 @@ int alloy_context_new(struct alloy_device dev, size_t nbytes,
  * with a non-CPU side goes through that side's context.  Overlapping
  * ranges on the same device are allowed.  -ENODEV without a context.
  */
-int alloy_copy_bytes(size_t nbytes, const void *src, struct alloy_device src_dev,
-		     void *dst, struct alloy_device dst_dev);
+int alloy_copy_bytes(size_t nbytes, const void *src,
+		     struct alloy_device src_dev, void *dst,
+		     struct alloy_device dst_dev);
 
 /* The same, queued on a stream (NULL = synchronous). */
 int alloy_copy_bytes_async(size_t nbytes, const void *src,

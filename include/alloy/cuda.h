@@ -61,11 +61,11 @@ struct alloy_cuda_stat {
 	int64_t current;
 	int64_t peak;
 	int64_t allocated; /* total increases */
-	int64_t freed;     /* total decreases */
+	int64_t freed;	   /* total decreases */
 };
 
 struct alloy_cuda_stats {
-	uint32_t size;    /* sizeof the caller's struct */
+	uint32_t size;	  /* sizeof the caller's struct */
 	uint32_t version; /* ALLOY_CUDA_STATS_VERSION */
 	/* counts */
 	struct alloy_cuda_stat allocation[ALLOY_CUDA_POOL_COUNT];
@@ -83,11 +83,11 @@ struct alloy_cuda_stats {
 	struct alloy_cuda_stat oversize_segments;
 	/* events */
 	uint64_t num_alloc_retries;    /* a device allocation failed, retried */
-	uint64_t num_ooms;             /* out-of-memory errors returned */
+	uint64_t num_ooms;	       /* out-of-memory errors returned */
 	uint64_t num_sync_all_streams; /* device synchronisations by OOM/trim */
 	uint64_t num_device_alloc;     /* calls into the source */
 	uint64_t num_device_free;
-	uint64_t max_split_size;       /* the option in force; 0 = unlimited */
+	uint64_t max_split_size; /* the option in force; 0 = unlimited */
 };
 #define ALLOY_CUDA_STATS_VERSION 1
 
@@ -111,21 +111,21 @@ long long alloy_cuda_caching_empty_cache(struct alloy_allocator *a);
 
 /* Block states in a snapshot (PyTorch's names). */
 enum alloy_cuda_block_state {
-	ALLOY_CUDA_BLOCK_INACTIVE = 0,        /* cached, free */
+	ALLOY_CUDA_BLOCK_INACTIVE = 0,	      /* cached, free */
 	ALLOY_CUDA_BLOCK_ACTIVE_ALLOCATED,    /* handed out */
 	ALLOY_CUDA_BLOCK_ACTIVE_PENDING_FREE, /* freed, waiting for events */
 };
 
 struct alloy_cuda_block_info {
 	int device;
-	int pool;              /* ALLOY_CUDA_POOL_SMALL or _LARGE */
-	uintptr_t segment;     /* address of its segment */
+	int pool;	   /* ALLOY_CUDA_POOL_SMALL or _LARGE */
+	uintptr_t segment; /* address of its segment */
 	size_t segment_size;
-	void *stream;          /* the segment's stream */
+	void *stream; /* the segment's stream */
 	uintptr_t address;
-	size_t size;           /* rounded size the block occupies */
+	size_t size;	       /* rounded size the block occupies */
 	size_t requested_size; /* what the user asked for (0 when free) */
-	int state;             /* enum alloy_cuda_block_state */
+	int state;	       /* enum alloy_cuda_block_state */
 	bool segment_start;    /* first block of its segment */
 };
 
@@ -133,10 +133,9 @@ struct alloy_cuda_block_info {
  * Call fn for each block of each segment, segments in address order.
  * The allocator's lock is held: fn must not call into the allocator.
  */
-int alloy_cuda_caching_foreach_block(struct alloy_allocator *a,
-				     int (*fn)(const struct alloy_cuda_block_info *b,
-					       void *arg),
-				     void *arg);
+int alloy_cuda_caching_foreach_block(
+	struct alloy_allocator *a,
+	int (*fn)(const struct alloy_cuda_block_info *b, void *arg), void *arg);
 
 /*
  * Write a JSON snapshot: {"allocator":..., "devices":[{"device":0,

@@ -12,8 +12,8 @@ extern "C" {
 #endif
 
 enum alloy_device_type {
-	ALLOY_DEVICE_CPU = 0,       /* ordinary host memory */
-	ALLOY_DEVICE_CUDA = 1,      /* device memory of a CUDA GPU */
+	ALLOY_DEVICE_CPU = 0,	    /* ordinary host memory */
+	ALLOY_DEVICE_CUDA = 1,	    /* device memory of a CUDA GPU */
 	ALLOY_DEVICE_CUDA_HOST = 2, /* page-locked host memory for copies */
 	ALLOY_DEVICE_TYPE_COUNT
 };

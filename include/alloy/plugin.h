@@ -41,10 +41,10 @@ struct alloy_plugin_context {
 };
 
 struct alloy_plugin_descriptor {
-	uint16_t abi_major;   /* ALLOY_ABI_MAJOR the plugin was built for */
+	uint16_t abi_major; /* ALLOY_ABI_MAJOR the plugin was built for */
 	uint16_t abi_minor;
 	uint32_t struct_size; /* sizeof(struct alloy_plugin_descriptor) there */
-	const char *name;        /* short module name, e.g. "jemalloc" */
+	const char *name;     /* short module name, e.g. "jemalloc" */
 	const char *description; /* one line */
 
 	/*
@@ -76,8 +76,8 @@ const struct alloy_plugin_descriptor *alloy_module_entry(void);
  * object or refused by the dynamic loader, e.g. an undefined symbol or a
  * library needing static TLS (-ENOEXEC), no entry symbol (-ENOSYS), ABI
  * mismatch or struct too small (-EPROTO), required op missing (-EINVAL),
- * duplicate allocator name (-EEXIST), init failed (its code).  Nothing of a refused plugin stays
- * registered.  Loading a path already loaded is -EEXIST.
+ * duplicate allocator name (-EEXIST), init failed (its code).  Nothing of a
+ * refused plugin stays registered.  Loading a path already loaded is -EEXIST.
  */
 int alloy_plugin_load(const char *path);
 

@@ -38,11 +38,10 @@ struct alloy_storage *alloy_storage_new(struct alloy_device dev,
  * are never constructed or destroyed by alloy in external memory.  dtype
  * is required (-EINVAL), as in c10.
  */
-struct alloy_storage *alloy_storage_new_external(void *ptr, size_t capacity,
-						 struct alloy_device dev,
-						 const struct alloy_type_meta *dtype,
-						 alloy_deleter_fn deleter,
-						 void *ctx);
+struct alloy_storage *
+alloy_storage_new_external(void *ptr, size_t capacity, struct alloy_device dev,
+			   const struct alloy_type_meta *dtype,
+			   alloy_deleter_fn deleter, void *ctx);
 
 /* Take and drop a reference.  Both NULL-safe; ref returns s. */
 struct alloy_storage *alloy_storage_ref(struct alloy_storage *s);
@@ -77,12 +76,14 @@ void alloy_storage_reset(struct alloy_storage *s);
 /* Accessors. */
 void *alloy_storage_data(const struct alloy_storage *s);
 size_t alloy_storage_capacity(const struct alloy_storage *s);
-const struct alloy_type_meta *alloy_storage_dtype(const struct alloy_storage *s);
+const struct alloy_type_meta *
+alloy_storage_dtype(const struct alloy_storage *s);
 void alloy_storage_set_dtype(struct alloy_storage *s,
 			     const struct alloy_type_meta *dtype);
 struct alloy_device alloy_storage_device(const struct alloy_storage *s);
 /* The DataPtr, e.g. to ask which allocator made the buffer. */
-const struct alloy_data_ptr *alloy_storage_data_ptr(const struct alloy_storage *s);
+const struct alloy_data_ptr *
+alloy_storage_data_ptr(const struct alloy_storage *s);
 
 #ifdef __cplusplus
 }

@@ -20,8 +20,8 @@
  * the default cuda allocator of the memory's device, host memory from the
  * default cuda_host (pinned) allocator when one is set (with CUDA present
  * and none set, the configured cuda_host allocator is tried once), else
- * the CPU default.  Copies go through the cuda context (alloy_copy_bytes), so the
- * same code runs on a GPU and on the simulated device.
+ * the CPU default.  Copies go through the cuda context (alloy_copy_bytes), so
+ * the same code runs on a GPU and on the simulated device.
  *
  * Functions returning pointers return NULL on failure with the error
  * message set (and the head unchanged); for size 0 they return NULL

@@ -57,7 +57,7 @@ enum alloy_type_id {
  */
 struct alloy_type_meta {
 	const char *name; /* unique; copied at registration */
-	uint16_t id;      /* set by the registry */
+	uint16_t id;	  /* set by the registry */
 	size_t itemsize;  /* bytes per element, > 0 */
 	/* Construct n elements at p (zeroed memory when NULL); 0 or -errno. */
 	int (*ctor)(void *p, size_t n);

@@ -35,23 +35,21 @@ static inline void tp_free(void *ctx, void *ptr, size_t size, size_t align)
 	free(ptr);
 }
 
-#define TP_OPS(nm)                                              \
-	{                                                       \
-		.abi_major = ALLOY_ABI_MAJOR,                   \
-		.abi_minor = ALLOY_ABI_MINOR,                   \
-		.struct_size = sizeof(struct alloy_allocator_ops), \
-		.name = (nm), .device_type = ALLOY_DEVICE_CPU,  \
-		.alloc = tp_alloc, .free = tp_free,             \
+#define TP_OPS(nm)                                                          \
+	{                                                                   \
+		.abi_major = ALLOY_ABI_MAJOR, .abi_minor = ALLOY_ABI_MINOR, \
+		.struct_size = sizeof(struct alloy_allocator_ops),          \
+		.name = (nm), .device_type = ALLOY_DEVICE_CPU,              \
+		.alloc = tp_alloc, .free = tp_free,                         \
 	}
 
-#define TP_DESCRIPTOR(list)                                         \
-	{                                                           \
-		.abi_major = ALLOY_ABI_MAJOR,                       \
-		.abi_minor = ALLOY_ABI_MINOR,                       \
-		.struct_size = sizeof(struct alloy_plugin_descriptor), \
-		.name = "test", .description = "a test plugin",     \
-		.allocators = (list),                               \
-		.nallocators = sizeof(list) / sizeof((list)[0]),    \
+#define TP_DESCRIPTOR(list)                                                 \
+	{                                                                   \
+		.abi_major = ALLOY_ABI_MAJOR, .abi_minor = ALLOY_ABI_MINOR, \
+		.struct_size = sizeof(struct alloy_plugin_descriptor),      \
+		.name = "test", .description = "a test plugin",             \
+		.allocators = (list),                                       \
+		.nallocators = sizeof(list) / sizeof((list)[0]),            \
 	}
 
 #endif /* ALLOY_TESTS_PLUGINS_COMMON_H */

@@ -4,7 +4,8 @@
 
 static int refuse(void)
 {
-	return alloy_plugin_error(-ENODEV, "init_fails: no frobnicator present");
+	return alloy_plugin_error(-ENODEV,
+				  "init_fails: no frobnicator present");
 }
 
 static const struct alloy_allocator_ops ops = TP_OPS("init_fails_alloc");
