@@ -25,33 +25,16 @@ struct cuda_ctx {
 	struct alloy_context_ops ops;
 };
 
-/*
- * The cuda default, installing the configured one (conf key `cuda`) the
- * first time it is needed: loading the module by name does not make it
- * the default by itself.
- */
-static int ensure_default(void)
-{
-	const char *want;
-
-	if (alloy_get_default(ALLOY_DEVICE_CUDA))
-		return 0;
-	want = alloy_conf_get("cuda");
-	if (!want || !*want)
-		return alloy__error(-ENODEV, "alloy_context_new",
-				    "no default allocator for cuda");
-	return alloy_set_default_by_name(ALLOY_DEVICE_CUDA, want);
-}
-
 static int cuda_new_bytes(void *ctx, struct alloy_device dev, size_t nbytes,
 			  struct alloy_data_ptr *out)
 {
 	int prev = alloy_cuda_current_device();
 	int rc;
 
-	rc = ensure_default();
-	if (rc)
-		return rc;
+	/*
+	 * The default comes from the registry: the loader installs the
+	 * configured one (conf key `cuda`) when the module registers it.
+	 */
 	rc = alloy_cuda_set_device(dev.index);
 	if (rc)
 		return rc;

@@ -67,25 +67,14 @@ static struct alloy_device gpu_dev(const struct alloy_syncedmem *m)
 
 /*
  * The device type for host copies: cuda_host (pinned, so that copies can
- * overlap) when it has a default.  When CUDA is present but no pinned
- * default was chosen, the configured one (conf key cuda_host) is tried
- * once per process; where it cannot load, host copies use the CPU default.
+ * overlap) when it has a default -- the loader installs the configured one
+ * when the CUDA module registers it -- else plain CPU memory.
  */
 static int host_type(void)
 {
-	static atomic_bool tried;
-	const char *want;
-
-	if (alloy_get_default(ALLOY_DEVICE_CUDA_HOST))
-		return ALLOY_DEVICE_CUDA_HOST;
-	if (!alloy_has_context(ALLOY_DEVICE_CUDA) ||
-	    atomic_exchange(&tried, true))
-		return ALLOY_DEVICE_CPU;
-	want = alloy_conf_get("cuda_host");
-	if (want && *want &&
-	    alloy_set_default_by_name(ALLOY_DEVICE_CUDA_HOST, want) == 0)
-		return ALLOY_DEVICE_CUDA_HOST;
-	return ALLOY_DEVICE_CPU;
+	return alloy_get_default(ALLOY_DEVICE_CUDA_HOST) ?
+		       ALLOY_DEVICE_CUDA_HOST :
+		       ALLOY_DEVICE_CPU;
 }
 
 /* Allocate one side; device memory is on m's device. */
