@@ -404,7 +404,10 @@ static long long debug_trim(void *ctx)
 
 static void debug_fini(void *ctx)
 {
+	struct debug_state *d = ctx;
+
 	debug_trim(ctx);
+	alloy__wrap_fini(&d->w);
 }
 
 static int debug_set_option(void *ctx, const char *key, const char *value)

@@ -147,6 +147,13 @@ static int fail_set_option(void *ctx, const char *key, const char *value)
 	return 0;
 }
 
+static void fail_fini(void *ctx)
+{
+	struct fail_state *s = ctx;
+
+	alloy__wrap_fini(&s->w);
+}
+
 static const struct alloy_allocator_ops fail_ops = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -157,6 +164,7 @@ static const struct alloy_allocator_ops fail_ops = {
 	.free = fail_free,
 	.usable_size = fail_usable_size,
 	.set_option = fail_set_option,
+	.fini = fail_fini,
 	/* no realloc: the registry's alloc+copy+free is a site to fail too */
 };
 

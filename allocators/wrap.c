@@ -64,8 +64,15 @@ int alloy__wrap_set_inner(struct alloy__wrap *w, const char *name)
 		"%s.inner: %lld blocks from \"%s\" are still out; free them first",
 		w->name, (long long)atomic_load(&w->live),
 		alloy_allocator_name(atomic_load(&w->inner)));
-	atomic_store(&w->inner, in);
+	/* The registry then refuses to unregister the inner under us. */
+	alloy__allocator_hold(in, 1);
+	alloy__allocator_hold(atomic_exchange(&w->inner, in), -1);
 	return 0;
+}
+
+void alloy__wrap_fini(struct alloy__wrap *w)
+{
+	alloy__allocator_hold(atomic_exchange(&w->inner, NULL), -1);
 }
 
 int alloy__wrap_register(struct alloy__wrap *w,

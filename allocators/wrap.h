@@ -6,9 +6,10 @@
  * its "inner", named by the "<wrapper>.inner" ALLOY_CONF key.  It calls
  * the inner's ops directly rather than going through alloy_alloc: each
  * block is then counted and reported once, under the wrapper the user
- * asked for, not twice.  The price is that the inner's own live counts
- * do not include the wrapper's blocks, so the inner must stay registered
- * while the wrapper has blocks out (built-ins always do).
+ * asked for, not twice.  The inner's own live counts therefore do not
+ * include the wrapper's blocks; instead the wrapper holds its inner
+ * (alloy__allocator_hold), and the registry refuses to unregister an
+ * allocator that is held.
  */
 #ifndef ALLOY_ALLOCATORS_WRAP_H
 #define ALLOY_ALLOCATORS_WRAP_H
@@ -41,6 +42,9 @@ ALLOY_HIDDEN int alloy__wrap_set_inner(struct alloy__wrap *w, const char *name);
  */
 ALLOY_HIDDEN int alloy__wrap_register(struct alloy__wrap *w,
 				      const struct alloy_allocator_ops *ops);
+
+/* Let go of w's inner (the wrapper's fini): it may be unregistered again. */
+ALLOY_HIDDEN void alloy__wrap_fini(struct alloy__wrap *w);
 
 /* Allocate from / free to w's inner; alloc returns NULL with a message. */
 ALLOY_HIDDEN void *alloy__wrap_inner_alloc(struct alloy__wrap *w,

@@ -159,9 +159,10 @@ ALLOY_HIDDEN int64_t alloy__live_blocks(const struct alloy_allocator *a);
 struct alloy_allocator {
 	struct alloy_allocator_ops ops; /* zeroed private copy */
 	void *ctx;
-	atomic_int state;     /* enum alloy__alloc_state */
-	int index;	      /* position in the table */
-	int counters;	      /* first tcount slot */
+	atomic_int state; /* enum alloy__alloc_state */
+	atomic_int holds; /* users besides its blocks: unregister is -EBUSY */
+	int index;	  /* position in the table */
+	int counters;	  /* first tcount slot */
 	unsigned long serial; /* registration order */
 	uint64_t name_hash;   /* FNV-1a of name: the reporter's key */
 	char name[ALLOY_NAME_MAX + 1];
@@ -173,6 +174,12 @@ extern ALLOY_HIDDEN _Atomic(struct alloy_allocator *)
 
 /* Reserve the counters of every table entry; called once by init. */
 ALLOY_HIDDEN int alloy__registry_init(void);
+
+/*
+ * Keep a from being unregistered while something uses it other than
+ * through blocks it made (a wrapper's inner): +1 to hold, -1 to let go.
+ */
+ALLOY_HIDDEN void alloy__allocator_hold(struct alloy_allocator *a, int delta);
 
 /* FNV-1a of a string (core/registry.c). */
 ALLOY_HIDDEN uint64_t alloy__hash_name(const char *s);

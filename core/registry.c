@@ -73,6 +73,12 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 	return 0;
 }
 
+void alloy__allocator_hold(struct alloy_allocator *a, int delta)
+{
+	if (a)
+		atomic_fetch_add(&a->holds, delta);
+}
+
 uint64_t alloy__hash_name(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -160,6 +166,7 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 	a->index = (int)(a - table);
 	a->serial = next_serial++;
 	a->name_hash = alloy__hash_name(a->name);
+	atomic_store(&a->holds, 0);
 	for (int c = 0; c < ALLOY__C_COUNT; c++)
 		alloy__tcount_zero(a->counters + c);
 
@@ -210,6 +217,15 @@ int alloy_unregister_allocator(const char *name)
 				"allocator \"%s\" is the default for %s; set another default first",
 				name, alloy_device_type_name(d));
 		}
+	}
+	if (atomic_load(&a->holds)) {
+		int holds = atomic_load(&a->holds);
+
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(
+			-EBUSY, __func__,
+			"allocator \"%s\" is in use by %d wrapper%s (its inner); give them another inner first",
+			name, holds, holds == 1 ? "" : "s");
 	}
 	/* New allocations see DYING and refuse; wait out those in flight. */
 	atomic_store(&a->state, ALLOC_DYING);

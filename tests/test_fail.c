@@ -215,7 +215,15 @@ START_TEST(inner_gets_the_memory)
 		alloy_data_ptr_free(&dp[i]);
 	ck_assert_int_eq(atomic_load(&ta.frees), 3);
 	ck_assert_int_eq(atomic_load(&ta.bad_frees), 0);
+	/* Still the inner: unregistering it would pull it from under fail. */
+	ck_assert_int_eq(alloy_unregister_allocator("inner_t"), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "wrapper"));
 	ck_assert_ok(ops->set_option(ctx, "inner", "default"));
+	ck_assert_ok(alloy_unregister_allocator("inner_t"));
+	/* An unregistered wrapper lets go of its inner. */
+	t = test_alloc_register(&ta, "inner_t");
+	ck_assert_ok(ops->set_option(ctx, "inner", "inner_t"));
+	ck_assert_ok(alloy_unregister_allocator("fail"));
 	ck_assert_ok(alloy_unregister_allocator("inner_t"));
 }
 END_TEST
