@@ -46,26 +46,6 @@ static void apply_default(int type, const char *fallback)
 	alloy_set_default(type, alloy_find_allocator(fallback));
 }
 
-/*
- * A device whose configured allocator comes from a module loaded after
- * init (the CUDA module, on first use of the device) gets its default as
- * soon as that allocator registers, unless someone set one meanwhile.
- */
-void alloy__apply_pending_defaults(void)
-{
-	for (int t = ALLOY_DEVICE_CPU + 1; t < ALLOY_DEVICE_TYPE_COUNT; t++) {
-		const char *want = alloy__conf.alloc_name[t];
-		struct alloy_allocator *a;
-
-		if (!want[0] || alloy_get_default(t))
-			continue;
-		a = alloy_find_allocator(want);
-		if (a)
-			alloy_set_default(t, a);
-	}
-	alloy_clear_error();
-}
-
 /* Options for allocators that never registered would be silently lost. */
 static void check_option(const char *allocator, const char *key,
 			 const char *value, void *arg)

@@ -216,6 +216,24 @@ ALLOY_HIDDEN void alloy__reporter_start(void);
  */
 ALLOY_HIDDEN int alloy__module_request(const char *name);
 
+/*
+ * Whether a module other than the file at path provides allocator name
+ * (the module a request for name would load; its path into owner).  A
+ * plugin may not take a name that belongs to a module (docs/PLUGINS.md).
+ */
+ALLOY_HIDDEN bool alloy__module_claims(const char *name, const char *path,
+				       char *owner, size_t len);
+
+/* Whether the file at path is the module a request for name loads. */
+ALLOY_HIDDEN bool alloy__module_provides(const char *name, const char *path);
+
+/*
+ * The object at path was just loaded: make its allocators the defaults
+ * that were configured for them and are still unset, if it is the module
+ * their names autoload.
+ */
+ALLOY_HIDDEN void alloy__module_apply_defaults(const char *path);
+
 /* ---- plugins (core/plugin.c) -------------------------------------- */
 
 /* Whether a plugin was loaded from exactly this path. */
@@ -224,8 +242,6 @@ ALLOY_HIDDEN bool alloy__plugin_loaded(const char *path);
 /* Load each path of a colon-separated list; one stderr line per failure. */
 ALLOY_HIDDEN void alloy__plugins_load_list(const char *list);
 
-/* Set the configured defaults that were waiting for a module (init.c). */
-ALLOY_HIDDEN void alloy__apply_pending_defaults(void);
 
 /* ---- built-ins ----------------------------------------------------- */
 

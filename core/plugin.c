@@ -17,6 +17,7 @@
  * registry's own lock (never the other way round).
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -190,7 +191,7 @@ static int check_allocators(const char *path,
 		const struct alloy_allocator_ops *ops = d->allocators[i].ops;
 		struct alloy_allocator *other;
 		size_t copy_size;
-		char why[320];
+		char why[PATH_MAX > 320 ? PATH_MAX : 320];
 
 		if (alloy__check_ops(ops, &copy_size)) {
 			/* Its message without the "alloy__check_ops: " prefix.
@@ -215,6 +216,12 @@ static int check_allocators(const char *path,
 			"%s: allocator name \"%s\" is already registered (origin %s)",
 			path, ops->name,
 			other ? alloy_allocator_origin(other) : "");
+		LOAD_ENFORCE(
+			!alloy__module_claims(ops->name, path, why,
+					      sizeof(why)),
+			-EEXIST,
+			"%s: allocator name \"%s\" belongs to the module %s; choose another name",
+			path, ops->name, why);
 	}
 	return 0;
 }
@@ -355,7 +362,7 @@ static int load_locked(const char *path)
 		goto err_unregister;
 	}
 	p->used = true;
-	alloy__apply_pending_defaults();
+	alloy__module_apply_defaults(p->path);
 	return 0;
 
 err_unregister:

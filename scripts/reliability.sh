@@ -6,7 +6,7 @@
 #   2. the single-threaded core of the suite under valgrind memcheck,
 #      on the normal build that scripts/test.sh made (build/)
 #   3. the whole check suite with the debug allocator as CPU default
-#   4. each libFuzzer target for ALLOY_FUZZ_SECONDS (default 60) seconds
+#   4. each libFuzzer target for a fixed number of executions
 #      (scripts/fuzz.sh, build-fuzz/)
 #
 # Usage: scripts/reliability.sh [tsan] [valgrind] [debug] [fuzz]
@@ -110,7 +110,7 @@ stage_debug() {
 }
 
 stage_fuzz() {
-	bash scripts/fuzz.sh "${ALLOY_FUZZ_SECONDS:-60}"
+	bash scripts/fuzz.sh --runs
 }
 
 status=0

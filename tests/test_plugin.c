@@ -8,6 +8,7 @@
  * init, and the out-of-tree example plugin (examples/plugin).
  */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -320,6 +321,73 @@ START_TEST(conf_names_a_module)
 }
 END_TEST
 
+/*
+ * A configured default waiting for its module (the pinned-host default
+ * "cuda_host" before the CUDA module loads) is taken only by that module:
+ * a plugin from another file that uses the name is not made the default,
+ * and unloads.  Where a module does provide the name, the plugin is
+ * refused.  Where the plugin is that module, it becomes the default.
+ */
+START_TEST(pending_default_not_taken_by_name)
+{
+	char dir[] = "/tmp/alloy-test-nomodules-XXXXXX";
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("ALLOY_MODULE_PATH", dir, 1);
+	ck_assert_int_eq(alloy_init(), 0);
+	ck_assert_ptr_null(alloy_get_default(ALLOY_DEVICE_CUDA_HOST));
+	ck_assert_ok(alloy_plugin_load(PLUGIN("pinned_name")));
+	ck_assert_ptr_nonnull(alloy_find_allocator("cuda_host"));
+	ck_assert_ptr_null(alloy_get_default(ALLOY_DEVICE_CUDA_HOST));
+	ck_assert_ok(alloy_plugin_unload(PLUGIN("pinned_name")));
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(name_of_a_module_refused)
+{
+	char dir[] = "/tmp/alloy-test-claims-XXXXXX", file[256];
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	/* alloy_cuda.so provides cuda_host (the prefix rule). */
+	snprintf(file, sizeof(file), "%s/alloy_cuda.so", dir);
+	f = fopen(file, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	setenv("ALLOY_MODULE_PATH", dir, 1);
+	ck_assert_int_eq(alloy_plugin_load(PLUGIN("pinned_name")), -EEXIST);
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "allocator name \"cuda_host\" belongs to the module"),
+		      "%s", alloy_last_error());
+	ck_assert_msg(strstr(alloy_last_error(), file), "%s",
+		      alloy_last_error());
+	ck_assert_ptr_null(alloy_find_allocator("cuda_host"));
+	ck_assert_int_eq(alloy_plugin_unload(PLUGIN("pinned_name")), -ENOENT);
+	ck_assert_ptr_null(alloy_get_default(ALLOY_DEVICE_CUDA_HOST));
+	ck_assert_int_eq(unlink(file), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(module_takes_its_pending_default)
+{
+	char dir[] = "/tmp/alloy-test-pinned-XXXXXX", cmd[512];
+	struct alloy_allocator *a;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s/alloy_cuda.so'",
+		 PLUGIN("pinned_name"), dir);
+	ck_assert_int_eq(system(cmd), 0);
+	setenv("ALLOY_MODULE_PATH", dir, 1);
+	ck_assert_ptr_null(alloy_get_default(ALLOY_DEVICE_CUDA_HOST));
+	a = alloy_request_allocator("cuda_host");
+	ck_assert_msg(a, "%s", alloy_last_error());
+	ck_assert_ptr_eq(alloy_get_default(ALLOY_DEVICE_CUDA_HOST), a);
+	remove_module_dir(dir);
+}
+END_TEST
+
 struct racer {
 	pthread_barrier_t *start;
 	struct alloy_allocator *got;
@@ -419,6 +487,9 @@ Suite *suite_plugin(void)
 	tcase_add_test(loading, request_by_name);
 	tcase_add_test(loading, conf_names_a_module);
 	tcase_add_test(loading, concurrent_requests_load_once);
+	tcase_add_test(loading, pending_default_not_taken_by_name);
+	tcase_add_test(loading, name_of_a_module_refused);
+	tcase_add_test(loading, module_takes_its_pending_default);
 	suite_add_tcase(s, broken);
 	suite_add_tcase(s, good);
 	suite_add_tcase(s, loading);
