@@ -13,4 +13,7 @@ ALLOY_HIDDEN int alloy__register_debug_allocator(void);
 ALLOY_HIDDEN int alloy__wrap_resolve_inners(void);
 ALLOY_HIDDEN int alloy__register_cuda_sim_allocators(void);
 
+/* All of the above, in order (allocators/builtin.c). */
+ALLOY_HIDDEN int alloy__register_builtin_allocators(void);
+
 #endif /* ALLOY_ALLOCATORS_BUILTIN_H */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
-#include "allocators/devsrc.h"
+#include "allocators/cuda.h"
 #include "allocators/ptrmap.h"
 
 #define ASYNC_ALIGN 256u /* what cudaMallocAsync guarantees */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/cuda_common.c - what every CUDA allocator shares: the calling
- * thread's device and stream, record_stream on a DataPtr, and the
+ * allocators/cuda_common.c - what every CUDA allocator shares: the
+ * common part of their contexts, and the
  * simulated allocators built into liballoy (cuda_caching_sim,
  * cuda_host_sim) with the table that maps them to their simulator.
  */
@@ -12,58 +12,10 @@
 
 #include "core/internal.h"
 #include "allocators/builtin.h"
-#include "allocators/devsrc.h"
+#include "allocators/cuda.h"
 
 /* The built-in simulator: 16 GiB, never touched until used (MAP_NORESERVE). */
 #define SIM_BUILTIN_CAPACITY ((size_t)16 << 30)
-#define CUDA_MAX_DEVICES     16
-
-/* liballoy is never dlopen'ed late: the cheap TLS model is safe (as in core).
- */
-static __thread int cur_device __attribute__((tls_model("initial-exec")));
-static __thread void *cur_stream __attribute__((tls_model("initial-exec")));
-
-int alloy_cuda_set_device(int device)
-{
-	ALLOY_ENFORCE(device >= 0 && device < CUDA_MAX_DEVICES, -ENODEV,
-		      "device %d out of range 0..%d", device,
-		      CUDA_MAX_DEVICES - 1);
-	cur_device = device;
-	return 0;
-}
-
-int alloy_cuda_current_device(void)
-{
-	return cur_device;
-}
-
-void alloy_cuda_set_stream(void *stream)
-{
-	cur_stream = stream;
-}
-
-void *alloy_cuda_current_stream(void)
-{
-	return cur_stream;
-}
-
-int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream)
-{
-	struct alloy_allocator *a;
-	const struct alloy_allocator_ops *ops;
-
-	ALLOY_ENFORCE(dp, -EINVAL, "dp is NULL");
-	if (!dp->ptr)
-		return 0;
-	a = alloy_data_ptr_allocator(dp);
-	ALLOY_ENFORCE(a, -EINVAL, "block %p was not made by an alloy allocator",
-		      dp->ptr);
-	ops = alloy_allocator_ops(a);
-	ALLOY_ENFORCE(ops->record_stream, -ENOTSUP,
-		      "allocator \"%s\" has no record_stream",
-		      alloy_allocator_name(a));
-	return ops->record_stream(alloy_allocator_ctx(a), dp->ptr, stream);
-}
 
 /*
  * Contexts made for the CUDA runtime source, by name.  The module builds
@@ -219,24 +171,6 @@ struct alloy_cuda_sim *alloy_cuda_sim_builtin(void)
 {
 	alloy__ensure_init();
 	return builtin_sim;
-}
-
-int alloy_cuda_sim_register_context(struct alloy_cuda_sim *sim)
-{
-	struct alloy__devsrc src;
-	const struct alloy_context_ops *ops;
-	void *ctx;
-	int rc;
-
-	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
-	src = alloy__cuda_sim_source(sim);
-	rc = alloy__cuda_context_new(&src, &ops, &ctx);
-	if (rc)
-		return rc;
-	rc = alloy_register_context(ops, ctx);
-	if (rc)
-		free(ctx); /* refused: nobody else has it */
-	return rc;
 }
 
 int alloy__register_cuda_sim_allocators(void)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "allocators/devsrc.h"
+#include "allocators/cuda.h"
 #include "allocators/ptrmap.h"
 
 #define CH_MIN_BLOCK 512u

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "core/internal.h"
+#include "contexts/cpu.h"
 
 static int cpu_new(void *ctx, struct alloy_device dev, size_t nbytes,
 		   struct alloy_data_ptr *out)

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "allocators/devsrc.h"
+#include "contexts/cuda.h"
 
 struct cuda_ctx {
 	struct alloy__devsrc src;
@@ -140,4 +140,22 @@ int alloy__cuda_context_new(const struct alloy__devsrc *src,
 	*ops = &c->ops;
 	*ctx = c;
 	return 0;
+}
+
+int alloy_cuda_sim_register_context(struct alloy_cuda_sim *sim)
+{
+	struct alloy__devsrc src;
+	const struct alloy_context_ops *ops;
+	void *ctx;
+	int rc;
+
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	src = alloy__cuda_sim_source(sim);
+	rc = alloy__cuda_context_new(&src, &ops, &ctx);
+	if (rc)
+		return rc;
+	rc = alloy_register_context(ops, ctx);
+	if (rc)
+		free(ctx); /* refused: nobody else has it */
+	return rc;
 }

@@ -10,6 +10,7 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <alloy/cuda.h> /* alloy_cuda_record_stream */
 
 #include "internal.h"
 #include "conf.h"
@@ -362,6 +363,25 @@ size_t alloy_allocator_usable_size(struct alloy_allocator *a, const void *ptr,
 	if (a && a->ops.usable_size && ptr)
 		return a->ops.usable_size(a->ctx, ptr, size);
 	return size;
+}
+
+/* The optional record_stream op (declared in alloy/cuda.h). */
+int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream)
+{
+	struct alloy_allocator *a;
+	const struct alloy_allocator_ops *ops;
+
+	ALLOY_ENFORCE(dp, -EINVAL, "dp is NULL");
+	if (!dp->ptr)
+		return 0;
+	a = alloy_data_ptr_allocator(dp);
+	ALLOY_ENFORCE(a, -EINVAL, "block %p was not made by an alloy allocator",
+		      dp->ptr);
+	ops = alloy_allocator_ops(a);
+	ALLOY_ENFORCE(ops->record_stream, -ENOTSUP,
+		      "allocator \"%s\" has no record_stream",
+		      alloy_allocator_name(a));
+	return ops->record_stream(alloy_allocator_ctx(a), dp->ptr, stream);
 }
 
 long long alloy_allocator_trim(struct alloy_allocator *a)

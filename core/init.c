@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * core/init.c - first-use initialisation.
+ * core/init.c - first-use initialisation of core, and the configuration
+ * steps the composition root runs.
  *
- * The first call into the library, from any thread, reads ALLOY_CONF and
- * ALLOY_PLUGINS, registers the built-in allocators and the CPU context and
- * installs the configured defaults.  Other threads wait for it; calls made
- * by the initialising thread itself (registering the built-ins goes
- * through the public API) see the library as ready.
+ * Core knows no allocator, context or reporter.  The first call into the
+ * library, from any thread, parses ALLOY_CONF and sets up the registry,
+ * then runs the composer that the layer above attached (root/init.c:
+ * register the built-ins, load plugins, install defaults, start the
+ * reporter).  Other threads wait for it; calls made by the initialising
+ * thread itself (registering the built-ins goes through the public API)
+ * see the library as ready.
+ *
+ * Initialisation stays lazy, on first use, so that a program may set
+ * ALLOY_CONF in main() before it allocates; alloy_init() forces it early
+ * (the LD_PRELOAD front does, from its constructor).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,10 +26,41 @@
 atomic_int alloy__initialised;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static __thread bool initialising;
+static void (*_Atomic composer)(void);
 
-static void report(const char *line)
+void alloy__set_composer(void (*fn)(void))
 {
-	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
+	atomic_store_explicit(&composer, fn, memory_order_release);
+}
+
+static void init_once_fn(void)
+{
+	void (*compose)(void) =
+		atomic_load_explicit(&composer, memory_order_acquire);
+
+	initialising = true;
+	alloy__conf_parse(getenv("ALLOY_CONF"), &alloy__conf);
+	if (alloy__registry_init())
+		fprintf(stderr, "alloy: initialisation: %s\n",
+			alloy_last_error());
+	if (compose)
+		compose();
+	initialising = false;
+	atomic_store_explicit(&alloy__initialised, 1, memory_order_release);
+}
+
+void alloy__init_slow(void)
+{
+	if (initialising)
+		return;
+	pthread_once(&init_once, init_once_fn);
+}
+
+void alloy__conf_print_errors(void)
+{
+	for (int i = 0; i < alloy__conf.nerrors; i++)
+		fprintf(stderr, "alloy: ALLOY_CONF: %s\n",
+			alloy__conf.errors[i]);
 }
 
 /* Install the configured default for a device type, or say why not. */
@@ -46,6 +84,15 @@ static void apply_default(int type, const char *fallback)
 	alloy_set_default(type, alloy_find_allocator(fallback));
 }
 
+void alloy__conf_apply_defaults(const char *cpu_fallback)
+{
+	apply_default(ALLOY_DEVICE_CPU, cpu_fallback);
+	/* The first keys of the table are the device types, in order. */
+	for (int t = ALLOY_DEVICE_CPU + 1; t < ALLOY_DEVICE_TYPE_COUNT; t++)
+		if (alloy__conf.from_env[t])
+			apply_default(t, NULL);
+}
+
 /* Options for allocators that never registered would be silently lost. */
 static void check_option(const char *allocator, const char *key,
 			 const char *value, void *arg)
@@ -57,46 +104,7 @@ static void check_option(const char *allocator, const char *key,
 			   allocator, key, value, allocator);
 }
 
-static void init_once_fn(void)
+void alloy__conf_check_options(void)
 {
-	int rc;
-
-	initialising = true;
-	alloy__conf_parse(getenv("ALLOY_CONF"), &alloy__conf);
-	for (int i = 0; i < alloy__conf.nerrors; i++)
-		report(alloy__conf.errors[i]);
-
-	rc = alloy__registry_init();
-	if (!rc)
-		rc = alloy__register_builtin_allocators();
-	if (rc)
-		fprintf(stderr, "alloy: initialisation: %s\n",
-			alloy_last_error());
-	alloy__register_cpu_context();
-	/* Before the defaults, so that cpu:<a plugin's allocator> works. */
-	alloy__plugins_load_list(getenv("ALLOY_PLUGINS"));
-
-	apply_default(ALLOY_DEVICE_CPU, "default");
-	/* The first keys of the table are the device types, in order. */
-	for (int t = ALLOY_DEVICE_CPU + 1; t < ALLOY_DEVICE_TYPE_COUNT; t++)
-		if (alloy__conf.from_env[t])
-			apply_default(t, NULL);
 	alloy_conf_foreach_option(check_option, NULL);
-	alloy__reporter_start();
-
-	initialising = false;
-	atomic_store_explicit(&alloy__initialised, 1, memory_order_release);
-}
-
-void alloy__init_slow(void)
-{
-	if (initialising)
-		return;
-	pthread_once(&init_once, init_once_fn);
-}
-
-int alloy_init(void)
-{
-	alloy__ensure_init();
-	return alloy__conf.nerrors;
 }

@@ -10,7 +10,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <alloy/alloy.h>
+/* Core's own public headers only: core sees nothing of the layers above. */
+#include <alloy/version.h>
+#include <alloy/error.h>
+#include <alloy/device.h>
+#include <alloy/allocator.h>
+#include <alloy/registry.h>
+#include <alloy/conf.h>
+#include <alloy/context.h>
+#include <alloy/plugin.h>
 
 #define ALLOY_HIDDEN  __attribute__((visibility("hidden")))
 #define likely(x)     __builtin_expect(!!(x), 1)
@@ -43,6 +51,21 @@ extern ALLOY_HIDDEN __thread unsigned alloy__error_seq
 
 extern ALLOY_HIDDEN atomic_int alloy__initialised;
 ALLOY_HIDDEN void alloy__init_slow(void);
+
+/*
+ * Attach what the layers above register at start (root/init.c): core runs
+ * it once, on first use, after parsing ALLOY_CONF.  Core itself names no
+ * allocator, context or reporter.
+ */
+ALLOY_HIDDEN void alloy__set_composer(void (*fn)(void));
+
+/* The steps of the configuration that the composer runs, in this order. */
+/* Print ALLOY_CONF's problems on stderr, one line each. */
+ALLOY_HIDDEN void alloy__conf_print_errors(void);
+/* Install the configured defaults (cpu, and those named in ALLOY_CONF). */
+ALLOY_HIDDEN void alloy__conf_apply_defaults(const char *cpu_fallback);
+/* Report NAME.KEY options for allocators that are nowhere to be found. */
+ALLOY_HIDDEN void alloy__conf_check_options(void);
 
 /* Cheap check on every entry point; the first call does the work. */
 static inline void alloy__ensure_init(void)
@@ -204,9 +227,6 @@ struct alloy__hooks {
 
 ALLOY_HIDDEN void alloy__set_hooks(const struct alloy__hooks *h);
 
-/* Start the reporter if ALLOY_CONF asks for it (reporter/reporter.c). */
-ALLOY_HIDDEN void alloy__reporter_start(void);
-
 /* ---- modules (core/module.c) -------------------------------------- */
 
 /*
@@ -241,11 +261,5 @@ ALLOY_HIDDEN bool alloy__plugin_loaded(const char *path);
 
 /* Load each path of a colon-separated list; one stderr line per failure. */
 ALLOY_HIDDEN void alloy__plugins_load_list(const char *list);
-
-
-/* ---- built-ins ----------------------------------------------------- */
-
-ALLOY_HIDDEN int alloy__register_builtin_allocators(void);
-ALLOY_HIDDEN int alloy__register_cpu_context(void);
 
 #endif /* ALLOY_CORE_INTERNAL_H */

@@ -17,6 +17,7 @@
 #include <alloy/reporter.h>
 
 #include "core/internal.h"
+#include "reporter/start.h"
 
 /* ---- counters per (allocator, device) ------------------------------ */
 
@@ -130,7 +131,5 @@ ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);
 ALLOY_HIDDEN const char *alloy__rep_device_str(struct alloy_device d, char *buf,
 					       size_t len);
 
-/* Called by init.c once ALLOY_CONF is parsed (declared in core). */
-ALLOY_HIDDEN void alloy__reporter_start(void);
 
 #endif /* ALLOY_REPORTER_INTERNAL_H */

@@ -8,7 +8,9 @@
  */
 #include <stdlib.h>
 
-#include "tensor/internal.h"
+#include "tensor/tensor_impl.h"
+#include <alloy/workspace.h>
+#include <alloy/blob.h>
 
 struct alloy_blob {
 	const struct alloy_type_meta *meta; /* NULL: empty */

@@ -10,23 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/internal.h"
+#include "tensor/storage_impl.h"
 
 /* Memory the CPU may touch: elements there can be constructed in place. */
 static bool host_accessible(struct alloy_device dev)
 {
 	return dev.type == ALLOY_DEVICE_CPU ||
 	       dev.type == ALLOY_DEVICE_CUDA_HOST;
-}
-
-int alloy__elems_overflow(const char *func, const struct alloy_type_meta *t,
-			  uint64_t n)
-{
-	return alloy__error(-EOVERFLOW, func,
-			    "%llu elements x itemsize %llu (%s) overflows",
-			    (unsigned long long)n,
-			    (unsigned long long)(t ? t->itemsize : 0),
-			    alloy_type_name(t));
 }
 
 int alloy__copy_items(const char *func, const struct alloy_type_meta *t,
@@ -53,7 +43,8 @@ int alloy__copy_items(const char *func, const struct alloy_type_meta *t,
 	return t->copy(src, dst, n);
 }
 
-void alloy__buffer_release(struct alloy__buffer *b)
+/* Destroy the constructed elements, free the memory, empty *b. */
+static void buffer_release(struct alloy__buffer *b)
 {
 	if (b->obj_type && b->nobj && b->dp.ptr)
 		b->obj_type->dtor(b->dp.ptr, b->nobj);
@@ -97,7 +88,7 @@ int alloy_storage_share_external(struct alloy_storage *s, void *ptr,
 		alloy_storage_unique(s), -EBUSY,
 		"storage has %ld users; only a unique one can take external memory",
 		alloy_storage_use_count(s));
-	alloy__buffer_release(&s->buf);
+	buffer_release(&s->buf);
 	s->buf.dp = alloy_data_ptr_wrap(ptr, capacity, s->device, deleter, ctx);
 	s->capacity = capacity;
 	s->dtype = dtype;
@@ -136,7 +127,7 @@ void alloy_storage_unref(struct alloy_storage *s)
 {
 	if (!s || !alloy__ref_put(&s->refs))
 		return;
-	alloy__buffer_release(&s->buf);
+	buffer_release(&s->buf);
 	free(s);
 }
 
@@ -150,23 +141,20 @@ bool alloy_storage_unique(const struct alloy_storage *s)
 	return alloy_storage_use_count(s) == 1;
 }
 
-int alloy_storage_allocate(struct alloy_storage *s,
-			   const struct alloy_type_meta *dtype, size_t nelem)
+/* A new buffer of bytes for nelem elements of dtype, all checked. */
+static int allocate(const char *func, struct alloy_storage *s,
+		    const struct alloy_type_meta *dtype, size_t nelem,
+		    size_t bytes)
 {
 	struct alloy_data_ptr dp;
-	size_t bytes = 0;
 	int rc;
 
-	ALLOY_ENFORCE(s, -EINVAL, "storage is NULL");
-	ALLOY_ENFORCE(dtype, -EINVAL, "no element type for %zu elements",
-		      nelem);
-	ALLOY_ENFORCE(alloy_type_is_pod(dtype) || host_accessible(s->device),
-		      -EINVAL, "non-POD type %s cannot live in %s memory",
-		      dtype->name, alloy_device_type_name(s->device.type));
-	rc = alloy__elems_bytes(__func__, dtype, nelem, &bytes);
-	if (rc)
-		return rc;
-	alloy__buffer_release(&s->buf);
+	if (!alloy_type_is_pod(dtype) && !host_accessible(s->device))
+		return alloy__error(-EINVAL, func,
+				    "non-POD type %s cannot live in %s memory",
+				    dtype->name,
+				    alloy_device_type_name(s->device.type));
+	buffer_release(&s->buf);
 	s->capacity = 0;
 	s->dtype = dtype;
 	rc = alloy_context_new(s->device, bytes, &dp);
@@ -177,7 +165,7 @@ int alloy_storage_allocate(struct alloy_storage *s,
 		if (rc) {
 			alloy_data_ptr_free(&dp);
 			return alloy__error(
-				rc, __func__,
+				rc, func,
 				"constructing %zu elements of %s failed", nelem,
 				dtype->name);
 		}
@@ -189,11 +177,41 @@ int alloy_storage_allocate(struct alloy_storage *s,
 	return 0;
 }
 
+int alloy_storage_allocate(struct alloy_storage *s,
+			   const struct alloy_type_meta *dtype, size_t nelem)
+{
+	size_t bytes = 0;
+	int rc;
+
+	ALLOY_ENFORCE(s, -EINVAL, "storage is NULL");
+	ALLOY_ENFORCE(dtype, -EINVAL, "no element type for %zu elements",
+		      nelem);
+	rc = alloy__elems_bytes(__func__, dtype, nelem, &bytes);
+	if (rc)
+		return rc;
+	return allocate(__func__, s, dtype, nelem, bytes);
+}
+
+int alloy__storage_prepare(const char *func, struct alloy_storage *s,
+			   const struct alloy_type_meta *dtype, size_t nelem,
+			   size_t bytes)
+{
+	const struct alloy_type_meta *old = s->dtype;
+
+	s->dtype = dtype;
+	/* Plain bytes can be reinterpreted in place, e.g. int32 -> float. */
+	if (nelem == 0 ||
+	    (alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old)) &&
+	     s->capacity >= bytes))
+		return 0;
+	return allocate(func, s, dtype, nelem, bytes);
+}
+
 void alloy_storage_reset(struct alloy_storage *s)
 {
 	if (!s)
 		return;
-	alloy__buffer_release(&s->buf);
+	buffer_release(&s->buf);
 	s->capacity = 0;
 }
 

@@ -11,6 +11,9 @@
  */
 #include <stdlib.h>
 
+#include <alloy/cuda.h>
+#include <alloy/syncedmem.h>
+
 #include "core/internal.h"
 
 struct alloy_syncedmem {
@@ -72,9 +75,9 @@ static struct alloy_device gpu_dev(const struct alloy_syncedmem *m)
  */
 static int host_type(void)
 {
-	return alloy_get_default(ALLOY_DEVICE_CUDA_HOST) ?
-		       ALLOY_DEVICE_CUDA_HOST :
-		       ALLOY_DEVICE_CPU;
+	return alloy_get_default(ALLOY_DEVICE_CUDA_HOST)
+		       ? ALLOY_DEVICE_CUDA_HOST
+		       : ALLOY_DEVICE_CPU;
 }
 
 /* Allocate one side; device memory is on m's device. */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/internal.h"
+#include "tensor/tensor_impl.h"
 #include "core/conf.h"
 
 /*
@@ -19,6 +19,22 @@
  * buffer: any pointer is valid there, and NULL is kept for failure.
  */
 static max_align_t empty_buffer;
+
+/*
+ * Tensors as elements (the built-in "tensor" type): typemeta.c, below
+ * this file, holds the entry; its functions are these, bound at load.
+ */
+__attribute__((constructor)) static void bind_tensor_type(void)
+{
+	static const struct alloy__type_fns fns = {
+		.dtor = alloy__tensor_elem_dtor,
+		.copy = alloy__tensor_elem_copy,
+		.create = alloy__tensor_create,
+		.destroy = alloy__tensor_destroy,
+	};
+
+	alloy__type_bind_tensor(&fns);
+}
 
 /* ---- the keep-on-shrink policy -------------------------------------- */
 
@@ -322,7 +338,6 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 	const struct alloy_type_meta *old;
 	struct alloy_storage *s;
 	size_t bytes;
-	bool reuse;
 	int rc;
 
 	*out = NULL;
@@ -346,23 +361,15 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 		return rc;
 
 	/* A shared storage keeps its type for its other users. */
-	if (alloy__storage_unique(s)) {
-		alloy_storage_set_dtype(s, dtype);
-	} else if (old != dtype) {
+	if (!alloy__storage_unique(s) && old != dtype) {
 		rc = alloy__tensor_new_storage(func, t, dtype);
 		if (rc)
 			return rc;
 	}
-	s = t->storage;
-
-	/* Plain bytes can be reinterpreted in place, e.g. int32 -> float. */
-	reuse = alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old)) &&
-		alloy__storage_capacity(s) >= bytes;
-	if (t->numel > 0 && !reuse) {
-		rc = alloy_storage_allocate(s, dtype, (size_t)t->numel);
-		if (rc)
-			return rc;
-	}
+	rc = alloy__storage_prepare(func, t->storage, dtype, (size_t)t->numel,
+				    bytes);
+	if (rc)
+		return rc;
 out:
 	*out = data_or_empty(t);
 	return 0;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/internal.h"
+#include "tensor/tensor_impl.h"
 
 /* ---- growing and shrinking the outer dimension ---------------------- */
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/internal.h"
+#include "tensor/typemeta_impl.h"
 
 /* ---- the non-POD built-ins ------------------------------------------ */
 
@@ -54,7 +54,11 @@ static int string_copy(const void *src, void *dst, size_t n)
 #define POD(id_, name_, type_) \
 	[id_] = { .name = name_, .id = id_, .itemsize = sizeof(type_) }
 
-static const struct alloy_type_meta builtins[ALLOY_TYPE_BUILTIN_COUNT] = {
+/*
+ * Written only before main: the "tensor" entry's functions are bound by
+ * tensor.c's constructor (alloy__type_bind_tensor); read-only after.
+ */
+static struct alloy_type_meta builtins[ALLOY_TYPE_BUILTIN_COUNT] = {
 	POD(ALLOY_TYPE_INT8, "int8", int8_t),
 	POD(ALLOY_TYPE_INT16, "int16", int16_t),
 	POD(ALLOY_TYPE_INT32, "int32", int32_t),
@@ -81,12 +85,28 @@ static const struct alloy_type_meta builtins[ALLOY_TYPE_BUILTIN_COUNT] = {
 		.id = ALLOY_TYPE_TENSOR,
 		.itemsize = sizeof(struct alloy_tensor *),
 		.ctor = zero_ctor,
-		.dtor = alloy__tensor_elem_dtor,
-		.copy = alloy__tensor_elem_copy,
-		.create = alloy__tensor_create,
-		.destroy = alloy__tensor_destroy,
 	},
 };
+
+void alloy__type_bind_tensor(const struct alloy__type_fns *fns)
+{
+	struct alloy_type_meta *t = &builtins[ALLOY_TYPE_TENSOR];
+
+	t->dtor = fns->dtor;
+	t->copy = fns->copy;
+	t->create = fns->create;
+	t->destroy = fns->destroy;
+}
+
+int alloy__elems_overflow(const char *func, const struct alloy_type_meta *t,
+			  uint64_t n)
+{
+	return alloy__error(-EOVERFLOW, func,
+			    "%llu elements x itemsize %llu (%s) overflows",
+			    (unsigned long long)n,
+			    (unsigned long long)(t ? t->itemsize : 0),
+			    alloy_type_name(t));
+}
 
 /* A registered user type: the meta and the name it points to. */
 struct user_type {

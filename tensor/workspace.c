@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/internal.h"
+#include "tensor/tensor_impl.h"
+#include <alloy/workspace.h>
+#include <alloy/blob.h>
 
 struct entry {
 	char *name;

@@ -357,9 +357,10 @@ START_TEST(name_of_a_module_refused)
 	fclose(f);
 	setenv("ALLOY_MODULE_PATH", dir, 1);
 	ck_assert_int_eq(alloy_plugin_load(PLUGIN("pinned_name")), -EEXIST);
-	ck_assert_msg(strstr(alloy_last_error(),
-			     "allocator name \"cuda_host\" belongs to the module"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(),
+		       "allocator name \"cuda_host\" belongs to the module"),
+		"%s", alloy_last_error());
 	ck_assert_msg(strstr(alloy_last_error(), file), "%s",
 		      alloy_last_error());
 	ck_assert_ptr_null(alloy_find_allocator("cuda_host"));

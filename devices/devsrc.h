@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/devsrc.h - the device-memory source under the CUDA allocators.
+ * devices/devsrc.h - the device-memory source under the CUDA allocators and
+ * the CUDA context.
  *
  * The caching allocator, the pinned host allocator, the plain `cuda`
  * allocator and the CUDA context hold policy only; every call that touches
  * a device goes through this small table.  Two sources implement it: the
- * CUDA runtime one (allocators/devsrc_cuda.c, only in the alloy_cuda
- * module) and a simulated one on host memory (allocators/devsrc_sim.c, in
- * liballoy) whose capacity and stream completion tests control.  So every
- * line of policy runs in CI without a GPU.
+ * CUDA runtime one (devices/cuda_runtime.c, only in the alloy_cuda
+ * module) and a simulated one on host memory (devices/sim.c, in liballoy) whose
+ * capacity and stream completion tests control.  So every line of policy runs
+ * in CI without a GPU.
  *
  * Streams and events are opaque pointers; a NULL stream is the device's
  * default stream.  Every op returns 0 or a negative errno; the source sets
@@ -17,14 +18,14 @@
  * Not installed: the module is built in-tree and reaches the policy code
  * through the ALLOY_PRIVATE functions declared here.
  */
-#ifndef ALLOY_ALLOCATORS_DEVSRC_H
-#define ALLOY_ALLOCATORS_DEVSRC_H
+#ifndef ALLOY_DEVICES_DEVSRC_H
+#define ALLOY_DEVICES_DEVSRC_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <alloy/allocator.h>
-#include <alloy/context.h>
+#include <alloy/cuda.h>
 
 #define ALLOY_DEVSRC_PRIVATE __attribute__((visibility("default")))
 
@@ -81,7 +82,7 @@ struct alloy__devsrc {
 	void *ctx;
 };
 
-/* ---- the simulated source (allocators/devsrc_sim.c) ----------------- */
+/* ---- the simulated source (devices/sim.c) --------------------------- */
 
 struct alloy_cuda_sim;
 
@@ -89,48 +90,12 @@ struct alloy_cuda_sim;
 ALLOY_DEVSRC_PRIVATE struct alloy__devsrc
 alloy__cuda_sim_source(struct alloy_cuda_sim *sim);
 
-/* ---- policy code over a source ---------------------------------------- */
-
-/* What every allocator over a source starts with. */
-struct alloy__cuda_base {
-	pthread_mutex_t lock;
-	struct alloy__devsrc src;
-	struct alloy_allocator_ops ops; /* a template, named after name */
-	char name[ALLOY_NAME_MAX + 1];
-};
+/* ---- the thread's device and stream (devices/current.c) ------------ */
 
 /*
- * Allocate a zeroed context of size bytes that starts with a struct
- * alloy__cuda_base, set up from src, name and tmpl, and return what to
- * register in *ops and *ctx (allocators/cuda_common.c).
+ * alloy_cuda_set_device() and friends are public (alloy/cuda.h); they live
+ * here, below both the CUDA allocators and the CUDA context, which both
+ * ask which device and stream the calling thread is on.
  */
-__attribute__((visibility("hidden"))) int
-alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
-		     const char *name, const struct alloy_allocator_ops *tmpl,
-		     const struct alloy_allocator_ops **ops, void **ctx);
 
-/*
- * The caching allocator, the pinned host allocator and the plain
- * allocator over src.  *ops and *ctx are what to register (the module
- * puts them in its descriptor); ctx lives until the process ends, as a
- * registered allocator's context may be reached after unregistering.
- */
-ALLOY_DEVSRC_PRIVATE int
-alloy__cuda_caching_new(const struct alloy__devsrc *src, const char *name,
-			const struct alloy_allocator_ops **ops, void **ctx);
-ALLOY_DEVSRC_PRIVATE int
-alloy__cuda_host_new(const struct alloy__devsrc *src, const char *name,
-		     const struct alloy_allocator_ops **ops, void **ctx);
-ALLOY_DEVSRC_PRIVATE int
-alloy__cuda_plain_new(const struct alloy__devsrc *src, const char *name,
-		      const struct alloy_allocator_ops **ops, void **ctx);
-ALLOY_DEVSRC_PRIVATE int
-alloy__cuda_async_new(const struct alloy__devsrc *src, const char *name,
-		      const struct alloy_allocator_ops **ops, void **ctx);
-
-/* The device context over src (contexts/cuda.c). */
-ALLOY_DEVSRC_PRIVATE int
-alloy__cuda_context_new(const struct alloy__devsrc *src,
-			const struct alloy_context_ops **ops, void **ctx);
-
-#endif /* ALLOY_ALLOCATORS_DEVSRC_H */
+#endif /* ALLOY_DEVICES_DEVSRC_H */

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/devsrc_cuda.c - the device-memory source on the CUDA runtime.
+ * devices/cuda_runtime.c - the device-memory source on the CUDA runtime.
  *
  * Thin on purpose: each op is one or two runtime calls and the
  * translation of the runtime's error into an errno code and a message.
  * All policy is in liballoy (cuda_caching.c, cuda_host.c, ...), which
  * runs the same code over the simulated source in CI.  Only this file and
- * cuda_module.c include CUDA headers; they are built into alloy_cuda.so.
+ * modules/cuda.c include CUDA headers; they are built into alloy_cuda.so.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <cuda_runtime_api.h>
 #include <alloy/plugin.h>
 
-#include "allocators/devsrc.h"
-#include "allocators/devsrc_cuda.h"
+#include "devices/devsrc.h"
+#include "devices/cuda_runtime.h"
 
 /* Translate a runtime error: ENOMEM for out-of-memory, EIO otherwise. */
 static int fail(cudaError_t e, const char *what)

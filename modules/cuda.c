@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/cuda_module.c - the entry of alloy_cuda.so.
+ * modules/cuda.c - the entry of alloy_cuda.so.
  *
  * Provides `cuda` (plain), `cuda_caching`, `cuda_host`, `cuda_async`
  * (cudaMallocAsync) and the device context for `cuda`, all of them
- * liballoy's policy code over the CUDA runtime source.  The loader finds
- * this module for any of those names (the prefix before the first '_' is
- * tried).  On a machine without a
- * usable device, init refuses the module with "no CUDA device: ..." and
- * nothing is registered.
+ * liballoy's policy code over the CUDA runtime source.  It composes
+ * three layers (devices, allocators, contexts), so it lives above them.  The
+ * loader finds this module for any of those names (the prefix before the first
+ * '_' is tried).  On a machine without a usable device, init refuses the module
+ * with "no CUDA device: ..." and nothing is registered.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <alloy/plugin.h>
 
-#include "allocators/devsrc_cuda.h"
+#include "devices/cuda_runtime.h"
+#include "allocators/cuda.h"
+#include "contexts/cuda.h"
 
 static struct alloy_plugin_allocator allocators[4];
 static struct alloy_plugin_context contexts[1];

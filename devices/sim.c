@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/devsrc_sim.c - a simulated CUDA device on host memory.
+ * devices/sim.c - a simulated CUDA device on host memory.
  *
  * Device memory is anonymous mmap(MAP_NORESERVE): untouched pages cost
  * nothing, so traces of a multi-GiB training step replay on a small
@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 
 #include "core/internal.h"
-#include "allocators/devsrc.h"
+#include "devices/devsrc.h"
 
 struct sim_stream {
 	uint64_t queued;    /* work items queued so far */

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+/*
+ * devices/current.c - the device and stream the calling thread works on
+ * (cudaSetDevice's state, kept by alloy for its own code), which both the
+ * CUDA allocators and the CUDA context read.
+ */
+#include "core/internal.h"
+#include <alloy/cuda.h>
+
+#define CUDA_MAX_DEVICES 16
+
+/*
+ * Initial-exec TLS, like core's: cheap to reach, and small enough (all of
+ * liballoy's is about 600 bytes) for glibc's static-TLS reserve when a
+ * program such as Python loads liballoy late.
+ */
+static __thread int cur_device __attribute__((tls_model("initial-exec")));
+static __thread void *cur_stream __attribute__((tls_model("initial-exec")));
+
+int alloy_cuda_set_device(int device)
+{
+	ALLOY_ENFORCE(device >= 0 && device < CUDA_MAX_DEVICES, -ENODEV,
+		      "device %d out of range 0..%d", device,
+		      CUDA_MAX_DEVICES - 1);
+	cur_device = device;
+	return 0;
+}
+
+int alloy_cuda_current_device(void)
+{
+	return cur_device;
+}
+
+void alloy_cuda_set_stream(void *stream)
+{
+	cur_stream = stream;
+}
+
+void *alloy_cuda_current_stream(void)
+{
+	return cur_stream;
+}

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Check that alloy's folders depend only downward (issue 16).
+
+    scripts/check-layers.py [--build DIR] [--write-doc]
+
+The graph between the folders of the library and the programs built on
+it has two kinds of edges:
+
+  include  a file includes another folder's private header ("core/x.h",
+           or "x.h" beside it), read from the sources;
+  call     an object file uses a symbol that another folder's object
+           defines, read with nm from the build directory (so calls
+           through the public headers count too).
+
+LAYERS below is the rule: a folder may use folders on lower lines only.
+Folders on one line are peers and may not use each other.  Every edge
+that breaks this is printed with the pair of files (and the symbol) and
+the script exits 1.  A circle between folders cannot pass that rule, so
+none is possible; a circle between files of one folder is that folder's
+own business and is not looked at.
+
+The diagram in docs/ARCHITECTURE.md between the markers
+<!-- layers:begin --> and <!-- layers:end --> is generated from LAYERS and
+the measured edges; the check fails when it differs (--write-doc writes
+it).  A folder that this build did not compile (an optional part that
+configure left out) keeps the line the document has for it.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+# Bottom to top.  (folder, what it is)
+LAYERS = [
+    [("core", "ops, DataPtr, registry, ALLOY_CONF, modules, plugins")],
+    [("devices", "CUDA memory sources; the thread's device and stream")],
+    [("allocators", "default, fail, debug, jemalloc, mimalloc, CUDA "
+      "policies"),
+     ("contexts", "cpu and cuda device contexts"),
+     ("reporter", "accounting, event log, trace, exit and leak reports")],
+    [("tensor", "TypeMeta, Storage, Tensor, Blob, Workspace, "
+      "SyncedMemory")],
+    [("root", "liballoy's composition root: what it registers at start"),
+     ("modules", "entries of modules that compose parts (alloy_cuda.so)")],
+    [("preload", "liballoy_preload.so: the malloc family for any program")],
+    [("interop", "DLPack and the PyTorch allocator adapter")],
+    [("python", "the CPython module"),
+     ("tools", "the alloy command")],
+]
+
+LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}
+ROLE = {f: role for line in LAYERS for f, role in line}
+SRC_EXT = (".c", ".h", ".cc", ".cpp")
+DOC = "docs/ARCHITECTURE.md"
+BEGIN, END = "<!-- layers:begin -->", "<!-- layers:end -->"
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def folder_of(path):
+    first = path.split("/", 1)[0]
+    return first if first in LEVEL else None
+
+
+def include_edges(top):
+    """(from_file, to_file, what) for quoted includes between folders."""
+    edges = []
+    for f in LEVEL:
+        d = os.path.join(top, f)
+        if not os.path.isdir(d):
+            continue
+        for dirpath, _, files in os.walk(d):
+            for name in sorted(files):
+                if not name.endswith(SRC_EXT):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, name), top)
+                with open(os.path.join(top, path), errors="replace") as fh:
+                    text = fh.read()
+                for inc in INCLUDE.findall(text):
+                    beside = os.path.join(os.path.dirname(path), inc)
+                    if os.path.exists(os.path.join(top, beside)):
+                        target = os.path.normpath(beside)
+                    elif os.path.exists(os.path.join(top, inc)):
+                        target = os.path.normpath(inc)
+                    else:
+                        continue  # generated or system header
+                    if folder_of(target) and folder_of(target) != f:
+                        edges.append((path, target, "#include"))
+    return edges
+
+
+def objects(build, top):
+    """{object path relative to build: (folder, source)} for the objects of
+    the library and the programs whose sources still exist."""
+    found = {}
+    for f in LEVEL:
+        d = os.path.join(build, f)
+        if not os.path.isdir(d):
+            continue
+        for dirpath, _, files in os.walk(d):
+            for name in files:
+                if name.endswith(".o"):
+                    rel = os.path.relpath(os.path.join(dirpath, name), build)
+                    src = source_of(rel, top)
+                    if src:
+                        found[rel] = (f, src)
+    return found
+
+
+def source_of(obj, top):
+    """modules/.libs/alloy_cuda_la-cuda.o -> modules/cuda.c, or None when
+    no such source exists (an object left over from a file since moved)."""
+    rel = os.path.dirname(obj).replace("/.libs", "")
+    base = os.path.basename(obj)[:-2]
+    if "-" in base:  # automake's per-target prefix
+        base = base.split("-", 1)[1]
+    for ext in SRC_EXT:
+        src = "%s/%s%s" % (rel, base, ext)
+        if os.path.exists(os.path.join(top, src)):
+            return src
+    return None
+
+
+def nm(path, flags):
+    out = subprocess.run(["nm", "-P"] + flags + [path], capture_output=True,
+                         text=True, check=False).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            yield parts[0], parts[1]
+
+
+def call_edges(build, top):
+    objs = objects(build, top)
+    defined = {}  # symbol -> set of (folder, source)
+    undefined = {}
+    for obj, (f, src) in objs.items():
+        p = os.path.join(build, obj)
+        for sym, kind in nm(p, ["--defined-only", "-g"]):
+            if kind in "TDBRVWtdbr":
+                defined.setdefault(sym, set()).add((f, src))
+        undefined[obj] = [s for s, _ in nm(p, ["--undefined-only"])]
+    edges = []
+    for obj, syms in undefined.items():
+        f, src = objs[obj]
+        for sym in syms:
+            owners = defined.get(sym, set())
+            if any(of == f for of, _ in owners):
+                continue  # its own folder defines it too (e.g. a program)
+            for of, osrc in sorted(owners):
+                edges.append((src, osrc, sym))
+                break
+    return edges, {f for f, _ in objs.values()}
+
+
+def violations(edges):
+    bad = []
+    for a, b, what in edges:
+        fa, fb = folder_of(a), folder_of(b)
+        if fa == fb:
+            continue
+        if LEVEL[fb] > LEVEL[fa]:
+            bad.append((a, b, what, "upward"))
+        elif LEVEL[fb] == LEVEL[fa]:
+            bad.append((a, b, what, "between peers"))
+    return bad
+
+
+def diagram(top, deps, built, old):
+    """The text between the markers: one line per folder, top first."""
+    old_lines = {}
+    for line in old.splitlines():
+        m = re.match(r"\s*(\w+)/", line)
+        if m:
+            old_lines[m.group(1)] = line
+    lines = ["```"]
+    for level in reversed(LAYERS):
+        for f, role in level:
+            if not os.path.isdir(os.path.join(top, f)):
+                continue  # a home reserved for a part not written yet
+            if f not in built and f in old_lines:
+                lines.append(old_lines[f])
+                continue
+            uses = sorted(deps.get(f, ()), key=lambda g: (-LEVEL[g], g))
+            lines.append(" %-11s %s" % (f + "/", role))
+            lines.append(" %-11s   uses: %s" % ("", ", ".join(
+                g + "/" for g in uses) if uses else "nothing above libc"))
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--top", default=os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--write-doc", action="store_true")
+    args = ap.parse_args()
+    top = args.top
+    inc = include_edges(top)
+    calls, built = call_edges(args.build, top)
+    if not built:
+        print("check-layers: no objects under %s: build first" % args.build)
+        return 1
+    built |= {folder_of(a) for a, _, _ in inc}
+    status = 0
+    for a, b, what, kind in sorted(set(violations(inc + calls))):
+        print("check-layers: %s dependency: %s -> %s (%s)" %
+              (kind, a, b, what))
+        status = 1
+    deps = {}
+    for a, b, _ in inc + calls:
+        if folder_of(a) != folder_of(b):
+            deps.setdefault(folder_of(a), set()).add(folder_of(b))
+    for f in built:
+        deps.setdefault(f, set())
+
+    docpath = os.path.join(top, DOC)
+    with open(docpath) as fh:
+        doc = fh.read()
+    if BEGIN not in doc or END not in doc:
+        print("check-layers: %s has no %s ... %s block" % (DOC, BEGIN, END))
+        return 1
+    head, rest = doc.split(BEGIN, 1)
+    old, tail = rest.split(END, 1)
+    new = diagram(top, deps, built, old)
+    if old.strip() != new.strip():
+        if args.write_doc:
+            with open(docpath, "w") as fh:
+                fh.write(head + BEGIN + "\n" + new + "\n" + END + tail)
+            print("check-layers: wrote the diagram into %s" % DOC)
+        else:
+            print("check-layers: the diagram in %s does not match the "
+                  "build; scripts/check-layers.py --write-doc shows the "
+                  "true one:\n%s" % (DOC, new))
+            status = 1
+    if status == 0:
+        n = len({(a, b) for a, b, _ in inc + calls
+                 if folder_of(a) != folder_of(b)})
+        print("check-layers: %d file pairs across %d folders, all "
+              "downward" % (n, len(built)))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
