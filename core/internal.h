@@ -315,6 +315,10 @@ struct alloy_allocator {
 extern ALLOY_HIDDEN _Atomic(struct alloy_allocator *)
 	alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
 
+/* The table, indexed by struct alloy_allocator's index (never freed). */
+extern ALLOY_HIDDEN struct alloy_allocator
+	alloy__allocators[ALLOY_MAX_ALLOCATORS];
+
 /* Reserve the counters of every table entry; called once by init. */
 ALLOY_HIDDEN int alloy__registry_init(void);
 

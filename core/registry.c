@@ -18,7 +18,8 @@
 #include "conf.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct alloy_allocator table[ALLOY_MAX_ALLOCATORS];
+struct alloy_allocator alloy__allocators[ALLOY_MAX_ALLOCATORS];
+#define table alloy__allocators
 static unsigned long next_serial = 1;
 _Atomic(struct alloy_allocator *) alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
 #define defaults alloy__defaults
