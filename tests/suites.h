@@ -13,6 +13,7 @@
 	X(conf)              \
 	X(registry)          \
 	X(plain)             \
+	X(fork)              \
 	X(default)           \
 	X(context)           \
 	X(plugin)            \
