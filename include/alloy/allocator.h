@@ -32,6 +32,14 @@ extern "C" {
 #define ALLOY_ABI_MAJOR 1
 #define ALLOY_ABI_MINOR 0
 
+/*
+ * The largest struct_size accepted in an ABI header (allocator ops, plugin
+ * descriptor).  Newer minors append members, but no version will come
+ * near 4 KiB: a larger value is a corrupt or uninitialised struct, and is
+ * refused rather than trusted.
+ */
+#define ALLOY_ABI_STRUCT_SIZE_MAX 4096
+
 /* Longest allocator name, without the terminating NUL. */
 #define ALLOY_NAME_MAX 47
 
@@ -60,6 +68,15 @@ struct alloy_allocator_stats {
 	uint64_t num_ooms;
 };
 #define ALLOY_STATS_VERSION 1
+
+/*
+ * A struct alloy_allocator_stats with its header filled, ready to pass:
+ * struct alloy_allocator_stats st = ALLOY_ALLOCATOR_STATS_INIT;
+ */
+#define ALLOY_ALLOCATOR_STATS_INIT                                  \
+	((struct alloy_allocator_stats){                            \
+		.size = sizeof(struct alloy_allocator_stats),       \
+		.version = ALLOY_STATS_VERSION })
 
 struct alloy_allocator_ops {
 	/* ABI header: always first, never reordered. */
