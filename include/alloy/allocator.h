@@ -87,14 +87,25 @@ struct alloy_allocator_ops {
 	const char *name; /* unique, [A-Za-z0-9_], at most ALLOY_NAME_MAX */
 	int device_type;  /* enum alloy_device_type it serves */
 
-	/* Required.  align is a power of two >= sizeof(void *). */
+	/*
+	 * Required.  size > 0; align is a power of two, sizeof(void *) ..
+	 * 2^62, with size + align <= PTRDIFF_MAX.  With ALLOY_ALLOC_ZERO in
+	 * flags the block must read as zeroes: alloy does not clear it.
+	 * Every op may be called from any thread at any time, concurrently:
+	 * they must be thread-safe (docs/PLUGINS.md).  NULL on failure,
+	 * saying why with alloy_plugin_error().
+	 */
 	void *(*alloc)(void *ctx, size_t size, size_t align, unsigned flags);
 	/* Required.  size and align are those given to alloc. */
 	void (*free)(void *ctx, void *ptr, size_t size, size_t align);
 
-	/* Optional: called once at registration; non-zero refuses it. */
+	/*
+	 * Optional: called once at registration; non-zero refuses it.  It
+	 * runs under the registry's lock: it must not call registry
+	 * functions (find, request, register, set_default...), nor fini.
+	 */
 	int (*init)(void *ctx);
-	/* Optional: called once when unregistered. */
+	/* Optional: called once when unregistered (same lock as init). */
 	void (*fini)(void *ctx);
 	/* Optional: resize keeping the first min(old, new) bytes. */
 	void *(*realloc)(void *ctx, void *ptr, size_t old_size, size_t new_size,
@@ -151,9 +162,13 @@ struct alloy_data_ptr {
 
 /*
  * Allocate size bytes aligned to align (0 = the configured default) from
- * allocator a.  On success fills *out and returns 0; otherwise returns
- * -EINVAL, -EOVERFLOW or -ENOMEM and *out is empty.  size 0 is valid and
- * yields an empty DataPtr that frees to nothing.
+ * allocator a.  On success fills *out and returns 0; otherwise *out is
+ * empty and the message says why: -EINVAL (a or out NULL, align not a
+ * power of two), -EOVERFLOW (size + align beyond PTRDIFF_MAX), -ENOMEM
+ * (the allocator failed; its own reason follows alloy's), -ENODEV (a is
+ * being unregistered by another thread: "allocator "x" is being
+ * unregistered").  size 0 is valid and yields an empty DataPtr that frees
+ * to nothing.
  */
 int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 		unsigned flags, struct alloy_data_ptr *out);
