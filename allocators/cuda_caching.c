@@ -549,18 +549,18 @@ static const char *fraction_reason(const struct cc *cc,
 				   const struct cc_device *d, size_t seg_size,
 				   char *buf, size_t len)
 {
-	size_t resv =
-		(size_t)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
+	size_t resv = (size_t)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
 	char b[3][32];
 
 	buf[0] = '\0';
 	if (d->limit == SIZE_MAX || resv + seg_size <= d->limit)
 		return buf;
-	snprintf(buf, len,
-		 ": memory_fraction %.2f allows %s of %s, and reserved %s + this segment would pass it",
-		 cc->fraction, fmt_bytes(b[0], sizeof(b[0]), d->limit),
-		 fmt_bytes(b[1], sizeof(b[1]), d->total),
-		 fmt_bytes(b[2], sizeof(b[2]), resv));
+	snprintf(
+		buf, len,
+		": memory_fraction %.2f allows %s of %s, and reserved %s + this segment would pass it",
+		cc->fraction, fmt_bytes(b[0], sizeof(b[0]), d->limit),
+		fmt_bytes(b[1], sizeof(b[1]), d->total),
+		fmt_bytes(b[2], sizeof(b[2]), resv));
 	return buf;
 }
 

@@ -5,9 +5,9 @@
  * new() takes memory from the registry's current default allocator for
  * cuda on the requested device; copy_bytes() moves bytes host->device,
  * device->host and device->device, synchronously (stream NULL) or queued
- * on a stream; memset_bytes() sets device bytes the same way.  An async copy from or to pinned memory of the default
- * cuda_host allocator records its stream on that block, so the block is
- * not reused before the copy has run.
+ * on a stream; memset_bytes() sets device bytes the same way.  An async copy
+ * from or to pinned memory of the default cuda_host allocator records its
+ * stream on that block, so the block is not reused before the copy has run.
  *
  * The same code serves the real device (the alloy_cuda module registers
  * it over the CUDA runtime) and the simulated one (tests and tools

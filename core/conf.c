@@ -184,7 +184,8 @@ int alloy_parse_bool(const char *s, bool *out)
 	}
 	return alloy__error(
 		-EINVAL, __func__,
-		"\"%.60s\" is not a boolean (1/0, true/false, yes/no, on/off)", s);
+		"\"%.60s\" is not a boolean (1/0, true/false, yes/no, on/off)",
+		s);
 }
 
 int alloy_parse_size(const char *s, uint64_t *out)

@@ -214,11 +214,11 @@ int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n)
 	c = get(dev.type);
 	if (c && c->ops.memset_bytes)
 		return c->ops.memset_bytes(c->ctx, dev, ptr, byte, n, NULL);
-	ALLOY_ENFORCE(
-		host_memory(dev.type), -ENOTSUP,
-		"%s memory cannot be set from the host and %s",
-		alloy_device_type_name(dev.type),
-		c ? "its context has no memset_bytes" : "no context serves it");
+	ALLOY_ENFORCE(host_memory(dev.type), -ENOTSUP,
+		      "%s memory cannot be set from the host and %s",
+		      alloy_device_type_name(dev.type),
+		      c ? "its context has no memset_bytes"
+			: "no context serves it");
 	memset(ptr, byte, n);
 	return 0;
 }

@@ -87,9 +87,10 @@ void alloy__secure_report(void)
 		return;
 	}
 	reported = true;
-	snprintf(line, sizeof(line),
-		 "secure-execution mode (setuid, setgid or capabilities): ignored %s; plugins and modules come only from %s, output goes only to stderr or stdout",
-		 ignored, ALLOY_MODULE_DIR);
+	snprintf(
+		line, sizeof(line),
+		"secure-execution mode (setuid, setgid or capabilities): ignored %s; plugins and modules come only from %s, output goes only to stderr or stdout",
+		ignored, ALLOY_MODULE_DIR);
 	pthread_mutex_unlock(&ignored_lock);
 	alloy__conf_add_error(&alloy__conf, "%s", line);
 	/* A path from ALLOY_CONF may hold any byte: never raw to a tty. */

@@ -25,8 +25,7 @@ int alloy_tensor_set_dtype(struct alloy_tensor *t,
 	size_t bytes = 0;
 	int rc;
 
-	ALLOY_ENFORCE(t && dtype, -EINVAL, "%s is NULL",
-		      t ? "type" : "tensor");
+	ALLOY_ENFORCE(t && dtype, -EINVAL, "%s is NULL", t ? "type" : "tensor");
 	s = t->storage;
 	old = alloy__storage_dtype(s);
 	if (old == dtype)
@@ -43,7 +42,8 @@ int alloy_tensor_set_dtype(struct alloy_tensor *t,
 	}
 	if (alloy__storage_data(s)) {
 		ALLOY_ENFORCE(
-			alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old)),
+			alloy_type_is_pod(dtype) &&
+				(!old || alloy_type_is_pod(old)),
 			-EINVAL,
 			"the buffer's %s elements cannot be reinterpreted as %s (only plain bytes can; use raw_mutable_data, which constructs)",
 			alloy_type_name(old), alloy_type_name(dtype));
@@ -80,7 +80,8 @@ static int string_slot(const char *func, struct alloy_tensor *t, int64_t i,
 			alloy_type_name(alloy__storage_dtype(t->storage)));
 	if (i < 0 || i >= t->numel)
 		return alloy__error(-ERANGE, func,
-				    "element %" PRId64 " is outside 0..%" PRId64,
+				    "element %" PRId64
+				    " is outside 0..%" PRId64,
 				    i, t->numel - 1);
 	v = alloy__storage_data(t->storage);
 	if (!v && make) {

@@ -49,16 +49,16 @@ START_TEST(memset_host_memory)
 	ck_assert_int_eq(((unsigned char *)dp.ptr)[30], 0xab);
 	/* Pinned host memory without a context of its own: plain memset. */
 	ck_assert_int_eq(alloy_has_context(ALLOY_DEVICE_CUDA_HOST), 0);
-	ck_assert_ok(alloy_memset(
-		(struct alloy_device){ ALLOY_DEVICE_CUDA_HOST, 0 }, pinned, 3,
-		sizeof(pinned)));
+	ck_assert_ok(
+		alloy_memset((struct alloy_device){ ALLOY_DEVICE_CUDA_HOST, 0 },
+			     pinned, 3, sizeof(pinned)));
 	ck_assert(all_bytes(pinned, sizeof(pinned), 3));
 	/* Bad input: a message, no crash. */
 	ck_assert_int_eq(alloy_memset(ALLOY_CPU, NULL, 0, 1), -EINVAL);
 	ck_assert_ok(alloy_memset(ALLOY_CPU, NULL, 0, 0));
-	ck_assert_int_eq(alloy_memset((struct alloy_device){ 99, 0 }, dp.ptr,
-				      0, 1),
-			 -EINVAL);
+	ck_assert_int_eq(
+		alloy_memset((struct alloy_device){ 99, 0 }, dp.ptr, 0, 1),
+		-EINVAL);
 	alloy_data_ptr_free(&dp);
 }
 END_TEST
@@ -73,8 +73,8 @@ START_TEST(memset_device_memory_through_its_context)
 	/* No context for the device yet: its memory is not the host's. */
 	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &dp));
 	ck_assert_int_eq(alloy_memset(gpu, dp.ptr, 7, 4096), -ENOTSUP);
-	ck_assert_msg(strstr(alloy_last_error(), "no context serves it"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(strstr(alloy_last_error(), "no context serves it"), "%s",
+		      alloy_last_error());
 	ck_assert_ok(alloy_cuda_sim_register_context(sim));
 	ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
 	ck_assert_ok(alloy_memset(gpu, dp.ptr, 7, 4096));
@@ -87,8 +87,8 @@ START_TEST(memset_device_memory_through_its_context)
 }
 END_TEST
 
-static int must_not_run(void *ctx, struct alloy_device dev, void *ptr,
-			int byte, size_t n, void *stream)
+static int must_not_run(void *ctx, struct alloy_device dev, void *ptr, int byte,
+			size_t n, void *stream)
 {
 	(void)ctx;
 	(void)dev;
@@ -109,16 +109,17 @@ START_TEST(memset_without_the_op)
 	ops.memset_bytes = must_not_run;
 	ops.struct_size = offsetof(struct alloy_context_ops, memset_bytes);
 	ck_assert_ok(alloy_register_context(&ops, NULL));
-	ck_assert_int_eq(alloy_memset((struct alloy_device){ ALLOY_DEVICE_CUDA,
-							     0 },
-				      buf, 0, sizeof(buf)),
-			 -ENOTSUP);
+	ck_assert_int_eq(
+		alloy_memset((struct alloy_device){ ALLOY_DEVICE_CUDA, 0 }, buf,
+			     0, sizeof(buf)),
+		-ENOTSUP);
 	ck_assert_msg(strstr(alloy_last_error(), "has no memset_bytes"), "%s",
 		      alloy_last_error());
 }
 END_TEST
 
-/* ---- memory fraction ------------------------------------------------------ */
+/* ---- memory fraction ------------------------------------------------------
+ */
 
 /*
  * Issue 15 item 7: with memory_fraction:0.5 the message said "free
@@ -136,10 +137,13 @@ START_TEST(oom_message_names_the_memory_fraction)
 				     "0.5"));
 	ck_assert_int_eq(alloy_alloc(a, 600 * MiB, 0, 0, &dp), -ENOMEM);
 	msg = alloy_last_error();
-	ck_assert_msg(strstr(msg, "memory_fraction 0.50 allows 512.00 MiB of 1.00 GiB"),
-		      "%s", msg);
-	ck_assert_msg(strstr(msg, "reserved 0 bytes + this segment would pass it"),
-		      "%s", msg);
+	ck_assert_msg(
+		strstr(msg,
+		       "memory_fraction 0.50 allows 512.00 MiB of 1.00 GiB"),
+		"%s", msg);
+	ck_assert_msg(
+		strstr(msg, "reserved 0 bytes + this segment would pass it"),
+		"%s", msg);
 	/* The device's own figures follow, and the request leads. */
 	ck_assert_msg(strstr(msg, "tried to allocate 600.00 MiB"), "%s", msg);
 	ck_assert_msg(strstr(msg, "free 1.00 GiB"), "%s", msg);
@@ -165,9 +169,10 @@ START_TEST(memory_fraction_setter)
 
 	ck_assert_ok(alloy_cuda_caching_set_memory_fraction(a, 0.5));
 	ck_assert_int_eq(alloy_alloc(a, 40 * MiB, 0, 0, &dp), -ENOMEM);
-	ck_assert_msg(strstr(alloy_last_error(),
-			     "memory_fraction 0.50 allows 32.00 MiB of 64.00 MiB"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(),
+		       "memory_fraction 0.50 allows 32.00 MiB of 64.00 MiB"),
+		"%s", alloy_last_error());
 	/* Raised again: the same request is served. */
 	ck_assert_ok(alloy_cuda_caching_set_memory_fraction(a, 1));
 	ck_assert_ok(alloy_alloc(a, 40 * MiB, 0, 0, &dp));
@@ -188,7 +193,8 @@ START_TEST(memory_fraction_setter)
 }
 END_TEST
 
-/* ---- stats initialisers ---------------------------------------------------- */
+/* ---- stats initialisers ----------------------------------------------------
+ */
 
 START_TEST(stats_initialisers_fill_the_header)
 {
@@ -199,8 +205,8 @@ START_TEST(stats_initialisers_fill_the_header)
 
 	ck_assert_uint_eq(st.size, sizeof(st));
 	ck_assert_uint_eq(st.version, ALLOY_STATS_VERSION);
-	ck_assert_ok(alloy_allocator_stats(alloy_find_allocator("default"),
-					   &st));
+	ck_assert_ok(
+		alloy_allocator_stats(alloy_find_allocator("default"), &st));
 	ck_assert_uint_eq(cst.size, sizeof(cst));
 	ck_assert_uint_eq(cst.version, ALLOY_CUDA_STATS_VERSION);
 	ck_assert_ok(alloy_cuda_caching_stats(cc, 0, &cst));

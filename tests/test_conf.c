@@ -95,8 +95,8 @@ START_TEST(parse_helpers_refuse_null)
 	ck_assert(b);
 	/* Refusals say why. */
 	ck_assert_int_eq(alloy_parse_size("12Q", &n), -EINVAL);
-	ck_assert_msg(strstr(alloy_last_error(), "\"12Q\" is not a size"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(strstr(alloy_last_error(), "\"12Q\" is not a size"), "%s",
+		      alloy_last_error());
 }
 END_TEST
 
@@ -107,8 +107,8 @@ END_TEST
 START_TEST(blanks_around_keys_and_values_are_cut)
 {
 	static const char *const same[] = {
-		"align:128",	 "align: 128",	    "align:128 ",
-		" align :128",	 "align\t:\t128",  " align : 128 ,",
+		"align:128",   "align: 128",	"align:128 ",
+		" align :128", "align\t:\t128", " align : 128 ,",
 	};
 	struct alloy__conf c;
 
@@ -117,11 +117,10 @@ START_TEST(blanks_around_keys_and_values_are_cut)
 			      same[i], c.errors[0]);
 		ck_assert_uint_eq(c.align, 128);
 	}
-	ck_assert_int_eq(
-		alloy__conf_parse("report: stderr , cpu : default ,"
-				  "cuda_caching.max_split_size : 256M",
-				  &c),
-		0);
+	ck_assert_int_eq(alloy__conf_parse("report: stderr , cpu : default ,"
+					   "cuda_caching.max_split_size : 256M",
+					   &c),
+			 0);
 	ck_assert_str_eq(c.report, "stderr");
 	ck_assert_str_eq(c.alloc_name[ALLOY_DEVICE_CPU], "default");
 	ck_assert_str_eq(c.options[0].key, "max_split_size");
@@ -145,8 +144,9 @@ static void assert_no_control_bytes(const char *line)
 START_TEST(control_bytes_are_refused_and_escaped)
 {
 	static const char *const evil[] = {
-		"\x1b]0;pwned\x07:1", "\x1b[2J\x1b[H:1", "cpu:def\x1b[31mault",
-		"jemalloc.\x1b[31m:1", "report:/tmp/x\ny",
+		"\x1b]0;pwned\x07:1",  "\x1b[2J\x1b[H:1",
+		"cpu:def\x1b[31mault", "jemalloc.\x1b[31m:1",
+		"report:/tmp/x\ny",
 	};
 	struct alloy__conf c, def;
 	char out[64];
@@ -335,8 +335,7 @@ START_TEST(option_for_unknown_allocator_is_reported)
 	ck_assert_int_eq(test_count_lines_with(err, "nosuch.size:1"), 1);
 	ck_assert_msg(strstr(err, "no allocator \"nosuch\" is registered yet"),
 		      "%s", err);
-	ck_assert_msg(strstr(err, "applied if one registers later"), "%s",
-		      err);
+	ck_assert_msg(strstr(err, "applied if one registers later"), "%s", err);
 	ck_assert_msg(!strstr(err, "ignored"), "%s", err);
 }
 END_TEST
@@ -347,8 +346,8 @@ static int late_set_option(void *ctx, const char *key, const char *value)
 {
 	(void)ctx;
 	if (strcmp(key, "knob") != 0)
-		return alloy_plugin_error(-EINVAL, "late: unknown option \"%s\"",
-					  key);
+		return alloy_plugin_error(-EINVAL,
+					  "late: unknown option \"%s\"", key);
 	snprintf(late_seen, sizeof(late_seen), "%s=%s", key, value);
 	return 0;
 }

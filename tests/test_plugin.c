@@ -93,9 +93,10 @@ START_TEST(struct_size_absurd)
 	struct alloy_allocator_ops ops = test_alloc_ops("huge_ops");
 	struct test_alloc ta = { .device_type = ALLOY_DEVICE_CPU };
 
-	assert_refused(PLUGIN("huge_struct"), -EPROTO,
-		       "descriptor struct_size 4294967295 is absurd (more than 4096 bytes",
-		       "huge_struct_alloc");
+	assert_refused(
+		PLUGIN("huge_struct"), -EPROTO,
+		"descriptor struct_size 4294967295 is absurd (more than 4096 bytes",
+		"huge_struct_alloc");
 	/* The same bound for an allocator's ops, however it registers. */
 	ops.struct_size = 0xffffffffu;
 	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, "test", NULL),
@@ -516,8 +517,10 @@ START_TEST(replaceable_plugin_warns)
 	ck_assert_int_eq(chmod(path, 0644), 0);
 	ck_assert_int_eq(chmod(dir, 0777), 0);
 	err = test_stderr_of(load_arg, path);
-	ck_assert_msg(strstr(err, "directory is world-writable without the sticky bit"),
-		      "%s", err);
+	ck_assert_msg(
+		strstr(err,
+		       "directory is world-writable without the sticky bit"),
+		"%s", err);
 	ck_assert_ok(alloy_plugin_unload(path));
 
 	/* /tmp's own mode: the sticky bit keeps others' hands off. */
@@ -537,9 +540,10 @@ START_TEST(replaceable_plugin_refused_in_secure_mode)
 	copy_good(dir, 0666, path, sizeof(path));
 	alloy_init();
 	alloy__secure_force_for_tests();
-	assert_refused(path, -EPERM,
-		       "world-writable, so anyone could choose the code it runs; refused in secure-execution mode",
-		       "plug_one");
+	assert_refused(
+		path, -EPERM,
+		"world-writable, so anyone could choose the code it runs; refused in secure-execution mode",
+		"plug_one");
 	/* A file only its owner can replace still loads. */
 	ck_assert_int_eq(chmod(path, 0755), 0);
 	ck_assert_ok(alloy_plugin_load(path));
@@ -592,8 +596,9 @@ START_TEST(plugin_and_module_env_load_normally)
 	ck_assert_ptr_nonnull(alloy_find_allocator("plug_one"));
 	ck_assert_ptr_null(strstr(err, "secure-execution"));
 	ck_assert_ptr_null(alloy_request_allocator("nothing_here"));
-	ck_assert_msg(strstr(alloy_last_error(), "in " ALLOY_BUILD_DIR "/.libs)"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(), "in " ALLOY_BUILD_DIR "/.libs)"),
+		"%s", alloy_last_error());
 }
 END_TEST
 

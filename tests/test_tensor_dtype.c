@@ -16,7 +16,8 @@
 #define F64 alloy_type(ALLOY_TYPE_DOUBLE)
 #define STR alloy_type(ALLOY_TYPE_STRING)
 
-static struct alloy_tensor *cpu_tensor(int64_t n, const struct alloy_type_meta *t)
+static struct alloy_tensor *cpu_tensor(int64_t n,
+				       const struct alloy_type_meta *t)
 {
 	struct alloy_tensor *x = alloy_tensor_new_dims(ALLOY_CPU, &n, 1);
 
@@ -42,8 +43,9 @@ START_TEST(set_dtype_reinterprets_plain_bytes)
 	ck_assert_ok(alloy_tensor_set_dtype(t, F32));
 	/* 4 doubles do not fit the 16 bytes: refused, unchanged. */
 	ck_assert_int_eq(alloy_tensor_set_dtype(t, F64), -EINVAL);
-	ck_assert_msg(strstr(alloy_last_error(), "buffer of 16 bytes is too small"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(), "buffer of 16 bytes is too small"),
+		"%s", alloy_last_error());
 	ck_assert_ptr_eq(alloy_tensor_dtype(t), F32);
 	alloy_tensor_unref(t);
 }
@@ -69,14 +71,16 @@ END_TEST
 
 START_TEST(set_dtype_refuses_constructed_elements)
 {
-	struct alloy_tensor *t = cpu_tensor(3, STR), *lazy = cpu_tensor(3, NULL);
+	struct alloy_tensor *t = cpu_tensor(3, STR),
+			    *lazy = cpu_tensor(3, NULL);
 	int64_t huge = INT64_MAX / 2;
 
 	/* Strings are pointers that the buffer owns: no reinterpretation. */
 	ck_assert_int_eq(alloy_tensor_set_dtype(t, I32), -EINVAL);
-	ck_assert_msg(strstr(alloy_last_error(),
-			     "string elements cannot be reinterpreted as int32"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(),
+		       "string elements cannot be reinterpreted as int32"),
+		"%s", alloy_last_error());
 	ck_assert_ptr_eq(alloy_tensor_dtype(t), STR);
 	/* Without a buffer only the type changes; the buffer comes later,
 	 * constructed. */
@@ -109,7 +113,8 @@ START_TEST(string_elements_without_char_pointers)
 	ck_assert_str_eq(alloy_tensor_string_get(t, 0), "");
 	ck_assert_ok(alloy_tensor_string_set(t, 1, "world"));
 	ck_assert_str_eq(alloy_tensor_string_get(t, 1), "world");
-	/* NULL and "" are the empty string, stored as NULL as the type wants. */
+	/* NULL and "" are the empty string, stored as NULL as the type wants.
+	 */
 	ck_assert_ok(alloy_tensor_string_set(t, 1, ""));
 	ck_assert_ptr_null(((char **)alloy_tensor_raw_data(t))[1]);
 	ck_assert_ok(alloy_tensor_string_set(t, 2, "kept"));

@@ -73,9 +73,9 @@ struct alloy_allocator_stats {
  * A struct alloy_allocator_stats with its header filled, ready to pass:
  * struct alloy_allocator_stats st = ALLOY_ALLOCATOR_STATS_INIT;
  */
-#define ALLOY_ALLOCATOR_STATS_INIT                                  \
-	((struct alloy_allocator_stats){                            \
-		.size = sizeof(struct alloy_allocator_stats),       \
+#define ALLOY_ALLOCATOR_STATS_INIT                            \
+	((struct alloy_allocator_stats){                      \
+		.size = sizeof(struct alloy_allocator_stats), \
 		.version = ALLOY_STATS_VERSION })
 
 struct alloy_allocator_ops {

@@ -92,7 +92,7 @@ struct alloy_cuda_stats {
 #define ALLOY_CUDA_STATS_VERSION 1
 
 /* A struct alloy_cuda_stats with its header filled, ready to pass. */
-#define ALLOY_CUDA_STATS_INIT                                          \
+#define ALLOY_CUDA_STATS_INIT                                                \
 	((struct alloy_cuda_stats){ .size = sizeof(struct alloy_cuda_stats), \
 				    .version = ALLOY_CUDA_STATS_VERSION })
 

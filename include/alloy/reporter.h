@@ -64,9 +64,9 @@ struct alloy_reporter_snapshot {
 #define ALLOY_REPORTER_SNAPSHOT_VERSION 1
 
 /* A snapshot with its header filled, ready to pass. */
-#define ALLOY_REPORTER_SNAPSHOT_INIT                                   \
-	((struct alloy_reporter_snapshot){                             \
-		.size = sizeof(struct alloy_reporter_snapshot),        \
+#define ALLOY_REPORTER_SNAPSHOT_INIT                            \
+	((struct alloy_reporter_snapshot){                      \
+		.size = sizeof(struct alloy_reporter_snapshot), \
 		.version = ALLOY_REPORTER_SNAPSHOT_VERSION })
 
 /*
