@@ -39,10 +39,11 @@ struct alloy_context_ops {
 	/* Optional: wait for the device's outstanding work. */
 	int (*synchronize)(void *ctx, struct alloy_device dev);
 	/*
-	 * Optional (appended in ABI 1.0's life; a shorter struct_size means
-	 * absent): set n bytes at ptr on dev to byte, stream NULL meaning
-	 * synchronous.  When NULL, alloy_memset uses memset for host memory
-	 * (cpu, cuda_host) and fails with -ENOTSUP for any other.
+	 * Optional, appended after the first release (a provider whose
+	 * struct_size ends before it has none): set n bytes at ptr on dev to
+	 * byte, stream NULL meaning synchronous.  When absent, alloy_memset
+	 * uses memset for host memory (cpu, cuda_host) and fails with
+	 * -ENOTSUP for any other.
 	 */
 	int (*memset_bytes)(void *ctx, struct alloy_device dev, void *ptr,
 			    int byte, size_t n, void *stream);
