@@ -41,10 +41,10 @@ static void init_once_fn(void)
 
 	initialising = true;
 	/*
-	 * Read even in secure-execution mode, like jemalloc's MALLOC_CONF is
-	 * not: its allocator choices only pick code from the installed
-	 * module directory, and the items that would write files are refused
-	 * by the parser in that mode.
+	 * Read even in secure-execution mode, where jemalloc ignores its
+	 * MALLOC_CONF whole: here an allocator name can only load an
+	 * installed module, and the parser refuses the items that would
+	 * write files, so the rest (alignment, fills, policies) may apply.
 	 */
 	alloy__conf_parse(getenv("ALLOY_CONF"), &alloy__conf);
 	if (alloy__registry_init())
