@@ -40,6 +40,7 @@ static void init_once_fn(void)
 		atomic_load_explicit(&composer, memory_order_acquire);
 
 	initialising = true;
+	alloy__fork_setup();
 	/*
 	 * Read even in secure-execution mode, where jemalloc ignores its
 	 * MALLOC_CONF whole: here an allocator name can only load an
