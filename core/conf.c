@@ -148,10 +148,21 @@ void alloy__conf_report(const char *fmt, ...)
 	va_start(ap, fmt);
 	format_line(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* A leaf lock: nothing is called while it is held. */
 	pthread_mutex_lock(&report_lock);
-	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
 	if (c->nerrors < ALLOY_CONF_MAX_ERRORS)
 		memcpy(c->errors[c->nerrors++], line, sizeof(line));
+	pthread_mutex_unlock(&report_lock);
+	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
+}
+
+void alloy__conf_fork_lock(void)
+{
+	pthread_mutex_lock(&report_lock);
+}
+
+void alloy__conf_fork_unlock(void)
+{
 	pthread_mutex_unlock(&report_lock);
 }
 

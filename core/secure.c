@@ -31,7 +31,7 @@ static const char *const gated_vars[] = { "ALLOY_PLUGINS",
 static atomic_bool forced;
 static pthread_mutex_t ignored_lock = PTHREAD_MUTEX_INITIALIZER;
 static char ignored[640];
-static bool reported;
+static atomic_bool reported;
 
 bool alloy__secure_mode(void)
 {
@@ -50,6 +50,12 @@ void alloy__secure_ignored(const char *fmt, ...)
 	size_t used;
 	va_list ap;
 
+	/*
+	 * Once said, later reads (a module request after init) add nothing:
+	 * no lock is taken then, so none can be held across a fork.
+	 */
+	if (atomic_load_explicit(&reported, memory_order_acquire))
+		return;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
@@ -82,11 +88,10 @@ void alloy__secure_report(void)
 	for (size_t i = 0; i < ARRAY_SIZE(gated_vars); i++)
 		alloy__secure_getenv(gated_vars[i]);
 	pthread_mutex_lock(&ignored_lock);
-	if (reported || !ignored[0]) {
+	if (atomic_exchange(&reported, true) || !ignored[0]) {
 		pthread_mutex_unlock(&ignored_lock);
 		return;
 	}
-	reported = true;
 	snprintf(
 		line, sizeof(line),
 		"secure-execution mode (setuid, setgid or capabilities): ignored %s; plugins and modules come only from %s, output goes only to stderr or stdout",
