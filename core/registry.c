@@ -47,6 +47,10 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 		ops->struct_size >= required_end, -EINVAL,
 		"ops struct_size %u is smaller than the required part (%zu bytes)",
 		ops->struct_size, required_end);
+	ALLOY_ENFORCE(
+		ops->struct_size <= ALLOY_ABI_STRUCT_SIZE_MAX, -EINVAL,
+		"ops struct_size %u is absurd (more than %d bytes; this alloy's is %zu): a corrupt or uninitialised struct",
+		ops->struct_size, ALLOY_ABI_STRUCT_SIZE_MAX, sizeof(*ops));
 	/* Else the copy below would end inside a function pointer. */
 	ALLOY_ENFORCE(ops->struct_size % _Alignof(struct alloy_allocator_ops) ==
 			      0,

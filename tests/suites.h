@@ -27,9 +27,11 @@
 	X(tensor_ops)        \
 	X(blob)              \
 	X(workspace)         \
+	X(tensor_dtype)      \
 	X(cuda_caching)      \
 	X(cuda_host)         \
 	X(syncedmem)         \
+	X(api_edges)         \
 	X(sweep)             \
 	X(stress)
 
