@@ -30,7 +30,11 @@ extern "C" {
 #endif
 
 #define ALLOY_ABI_MAJOR 1
-#define ALLOY_ABI_MINOR 0
+/*
+ * Minor versions: 1 appended memset_bytes to struct alloy_context_ops.
+ * Members are only ever appended within a major (docs/PLUGINS.md).
+ */
+#define ALLOY_ABI_MINOR 1
 
 /*
  * The largest struct_size accepted in an ABI header (allocator ops, plugin
