@@ -288,7 +288,12 @@ ALLOY_HIDDEN void alloy__tls_fork_child(void);
 
 /* ---- registry internals (core/registry.c) ------------------------- */
 
-enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING };
+/*
+ * A table slot's life.  INIT and DYING hold the slot and its name while
+ * the allocator's init or fini runs outside the registry's lock (so that
+ * they may call the registry themselves).
+ */
+enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING, ALLOC_INIT };
 
 /* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
 enum {

@@ -106,11 +106,12 @@ struct alloy_allocator_ops {
 
 	/*
 	 * Optional: called once at registration; non-zero refuses it.  It
-	 * runs under the registry's lock: it must not call registry
-	 * functions (find, request, register, set_default...), nor fini.
+	 * runs outside the registry's lock and may call alloy's API (find
+	 * or allocate from another allocator, for one); the allocator
+	 * itself is not findable until it returns 0.
 	 */
 	int (*init)(void *ctx);
-	/* Optional: called once when unregistered (same lock as init). */
+	/* Optional: called once when unregistered, outside the lock too. */
 	void (*fini)(void *ctx);
 	/* Optional: resize keeping the first min(old, new) bytes. */
 	void *(*realloc)(void *ctx, void *ptr, size_t old_size, size_t new_size,
