@@ -222,8 +222,10 @@ static void print_table(const struct phase *ph, int n)
 		       alloy_allocator_name(ph[i].a), ph[i].ms_per_step, live,
 		       res, ph[i].allocs, i == fastest ? "   <- fastest" : "");
 	}
-	printf("  (time/step: median of the phase; peak live: its own blocks, from the reporter;\n"
-	       "   peak reserved: what the allocator held from the system, where it says)\n");
+	printf("  (time/step: median of the phase, mostly arithmetic: after warm-up keep-on-shrink\n"
+	       "   leaves a few scratch blocks a step, so `alloy bench` is where the allocators race;\n"
+	       "   peak live: its own blocks, from the reporter; peak reserved: what it held from\n"
+	       "   the system, where it says)\n");
 }
 
 static int cpu_tour(int steps)
