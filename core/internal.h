@@ -148,7 +148,11 @@ static inline struct alloy__tls *alloy__tls_get(void)
  * Add v to one of this thread's own counters.  Only this thread writes
  * it, so no atomic read-modify-write is needed, only a single store that
  * readers cannot see half-done: on x86-64 one add to memory (as the
- * kernel's this_cpu_add), elsewhere a relaxed load and store.
+ * kernel's this_cpu_add), elsewhere a load and a release store.  Release
+ * because a reader that sees a free counted (an unregister, summing with
+ * acquire loads) may then reuse the allocator's slot: everything the
+ * freeing thread did with the allocator must come before.  x86-64's
+ * stores are ordered after earlier loads and stores already.
  */
 static inline void alloy__count_add(_Atomic int64_t *c, int64_t v)
 {
@@ -157,7 +161,7 @@ static inline void alloy__count_add(_Atomic int64_t *c, int64_t v)
 #else
 	atomic_store_explicit(c,
 			      atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_relaxed);
+			      memory_order_release);
 #endif
 }
 
@@ -169,7 +173,7 @@ static inline void alloy__count_sub(_Atomic int64_t *c, int64_t v)
 #else
 	atomic_store_explicit(c,
 			      atomic_load_explicit(c, memory_order_relaxed) - v,
-			      memory_order_relaxed);
+			      memory_order_release);
 #endif
 }
 

@@ -68,10 +68,11 @@ static inline uint32_t hdr_check(const void *user, const struct plain_hdr *h)
 
 /*
  * The header as it is in memory.  Reading the header of a block freed
- * already is how a second free is refused, so AddressSanitizer is told
+ * already is how a second free is refused, so the sanitizers are told
  * this one read is deliberate; everything else reads a live header.
  */
-static inline __attribute__((no_sanitize_address)) struct plain_hdr
+static inline __attribute__((no_sanitize_address, no_sanitize_thread))
+struct plain_hdr
 load_hdr(const void *user)
 {
 	const volatile uint64_t *w = (const volatile uint64_t *)hdr_of(user);

@@ -185,10 +185,11 @@ int64_t alloy__tcount_sum(int slot)
 	int64_t sum;
 
 	pthread_mutex_lock(&tls_lock);
-	sum = atomic_load_explicit(&retired[slot], memory_order_relaxed);
+	/* Acquire: pairs with alloy__count_add's release (internal.h). */
+	sum = atomic_load_explicit(&retired[slot], memory_order_acquire);
 	for (struct alloy__tls *t = tls_head; t; t = t->next)
 		sum += atomic_load_explicit(&t->count[slot],
-					    memory_order_relaxed);
+					    memory_order_acquire);
 	pthread_mutex_unlock(&tls_lock);
 	return sum;
 }
