@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/bench_core.c - the framework's own cost: alloc+free pairs through
- * alloy (default allocator, reporter off) against posix_memalign + free
- * with the same alignment, for sizes from 64 B to 1 MiB.
+ * tools/bench_core.c - the framework's own cost, two ways:
  *
- * The two are measured in many short alternating chunks and each side
- * keeps the median of its chunks, so that drift in the heap's state and
- * bursts of noise on a shared machine hit both alike and a few bad chunks
- * do not move the result.
+ * - with nothing under it: a no-op allocator (its alloc returns one static
+ *   block, its free does nothing) is made the CPU default and pairs go
+ *   through alloy_alloc_default + alloy_data_ptr_free at the configured
+ *   alignment (64), at 1 and 2 threads.  Its instructions per pair, less
+ *   the no-op ops' own and less the same loop without the two calls, are
+ *   the framework's: the figure issue 13 sets at <= 60.
+ * - against what it replaces: pairs through alloy with the "default"
+ *   allocator against posix_memalign(64) + free called directly (c10's
+ *   DefaultCPUAllocator), 64 B to 1 MiB, in time and in instructions.
+ *
+ * Timed sides run in many short alternating chunks and each keeps its
+ * median chunk, so that drift in the heap's state and bursts of noise on
+ * a shared machine hit both alike and a few bad chunks do not move it.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,18 +25,67 @@
 #include "bench.h"
 
 #define CHUNKS 101
+#define ALIGN  64
+
+static const size_t sizes[] = { 64,    256,   1024,   4096,
+				16384, 65536, 262144, 1048576 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 /* Keep the compiler from dropping the work. */
 static void *volatile sink;
 
-static double direct_round(size_t size, size_t align, long iters)
+/* ---- the no-op allocator --------------------------------------------- */
+
+static _Alignas(4096) char noop_block[4096];
+
+/* Named bench_noop_*: callgrind leaves their instructions out. */
+static void *bench_noop_alloc(void *ctx, size_t size, size_t align,
+			      unsigned flags)
+{
+	(void)ctx;
+	(void)size;
+	(void)align;
+	(void)flags;
+	return noop_block;
+}
+
+static void bench_noop_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	(void)ctx;
+	(void)ptr;
+	(void)size;
+	(void)align;
+}
+
+static const struct alloy_allocator_ops noop_ops = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.name = "bench_noop",
+	.device_type = ALLOY_DEVICE_CPU,
+	.alloc = bench_noop_alloc,
+	.free = bench_noop_free,
+};
+
+static struct alloy_allocator *noop_allocator(void)
+{
+	struct alloy_allocator *a = alloy_find_allocator("bench_noop");
+
+	if (!a && alloy_register_allocator(&noop_ops, NULL, "alloy bench", &a))
+		return NULL;
+	return a;
+}
+
+/* ---- the loops, timed and counted alike ------------------------------ */
+
+static double direct_round(size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
 	for (long i = 0; i < iters; i++) {
 		void *p;
 
-		if (posix_memalign(&p, align, size))
+		if (posix_memalign(&p, ALIGN, size))
 			return -1;
 		*(volatile char *)p = 1;
 		sink = p;
@@ -37,7 +94,8 @@ static double direct_round(size_t size, size_t align, long iters)
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
-static double framework_round(size_t size, long iters)
+/* Through the CPU default, whichever allocator that is now. */
+double bench_default_round(size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
@@ -53,60 +111,256 @@ static double framework_round(size_t size, long iters)
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
-static int run_core(const struct bench_opts *opts)
+/* The same loop without the two calls: what the loop itself costs. */
+static double empty_round(size_t size, long iters)
 {
-	static const size_t sizes[] = { 64,    256,   1024,   4096,
-					16384, 65536, 262144, 1048576 };
-	size_t align = alloy_conf_align();
-	struct alloy_allocator *def = alloy_find_allocator("default");
-	double worst = 0;
+	double t0 = bench_now_ns();
 
-	if (!def || alloy_set_default(ALLOY_DEVICE_CPU, def))
+	for (long i = 0; i < iters; i++) {
+		struct alloy_data_ptr dp = { .ptr = noop_block, .size = size };
+
+		__asm__ volatile("" : : "r"(&dp) : "memory");
+		*(volatile char *)dp.ptr = 1;
+		sink = dp.ptr;
+	}
+	return (bench_now_ns() - t0) / (double)iters;
+}
+
+struct thread_round {
+	size_t size;
+	long iters;
+	double ns;
+};
+
+static void framework_thread(void *arg)
+{
+	struct thread_round *r = arg;
+
+	r->ns = bench_default_round(r->size, r->iters);
+}
+
+/* ns per pair in each of threads threads running at once. */
+static double framework_threads(int threads, size_t size, long iters)
+{
+	struct thread_round r = { size, iters, 0 };
+
+	if (threads == 1)
+		return bench_default_round(size, iters);
+	if (bench_cg_threads(threads, framework_thread, &r))
 		return -1;
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+	return r.ns;
+}
+
+int bench_use_default(void)
+{
+	struct alloy_allocator *a = alloy_find_allocator("default");
+
+	return a && !alloy_set_default(ALLOY_DEVICE_CPU, a) ? 0 : -1;
+}
+
+/* Make a the CPU default; returns the one it replaces. */
+static struct alloy_allocator *swap_default(struct alloy_allocator *a)
+{
+	struct alloy_allocator *old = alloy_get_default(ALLOY_DEVICE_CPU);
+
+	return a && !alloy_set_default(ALLOY_DEVICE_CPU, a) ? old : NULL;
+}
+
+/* ---- instruction counts ---------------------------------------------- */
+
+static void cg_noop(const struct bench_cg_case *c, long pairs)
+{
+	struct alloy_allocator *old = swap_default(noop_allocator());
+
+	framework_threads(c->threads ? c->threads : 1, c->size, pairs);
+	swap_default(old);
+}
+
+static void cg_empty(const struct bench_cg_case *c, long pairs)
+{
+	empty_round(c->size, pairs);
+}
+
+static void cg_default(const struct bench_cg_case *c, long pairs)
+{
+	bench_default_round(c->size, pairs);
+}
+
+static void cg_direct(const struct bench_cg_case *c, long pairs)
+{
+	direct_round(c->size, pairs);
+}
+
+enum { CG_EMPTY, CG_NOOP1, CG_NOOP2, CG_SIZES };
+#define NCASES (CG_SIZES + 2 * NSIZES)
+
+static struct bench_cg_case cases[NCASES];
+
+static void make_cases(void)
+{
+	cases[CG_EMPTY] = (struct bench_cg_case){ .label = "empty loop",
+						  .run = cg_empty,
+						  .size = 64 };
+	for (int t = 0; t < 2; t++)
+		cases[CG_NOOP1 + t] = (struct bench_cg_case){
+			.label = "no-op allocator",
+			.run = cg_noop,
+			.size = 64,
+			.threads = t + 1,
+		};
+	for (size_t s = 0; s < NSIZES; s++) {
+		/* Fewer pairs of the large sizes: glibc may map each one. */
+		long pairs = sizes[s] >= 262144 ? 200 : 0;
+
+		cases[CG_SIZES + 2 * s] = (struct bench_cg_case){
+			.label = "posix_memalign",
+			.run = cg_direct,
+			.size = sizes[s],
+			.pairs = pairs,
+		};
+		cases[CG_SIZES + 2 * s + 1] = (struct bench_cg_case){
+			.label = "alloy default",
+			.run = cg_default,
+			.size = sizes[s],
+			.pairs = pairs,
+		};
+	}
+}
+
+static int core_callgrind_child(void)
+{
+	if (!noop_allocator() || bench_use_default())
+		return -1;
+	make_cases();
+	return bench_cg_cases(cases, NCASES);
+}
+
+/* ---- the figures ----------------------------------------------------- */
+
+static int framework_figures(const struct bench_opts *opts, const double *ins)
+{
+	struct alloy_allocator *old = swap_default(noop_allocator());
+	double fw[2], loop = ins[CG_EMPTY];
+	char text[96], in[2][32];
+	long iters = bench_iters(opts, 100000);
+
+	if (!old)
+		return -1;
+	for (int t = 0; t < 2; t++) {
+		double v[15];
+
+		for (int r = 0; r < 15; r++)
+			if ((v[r] = framework_threads(t + 1, 64, iters)) < 0)
+				return -1;
+		snprintf(text, sizeof(text),
+			 "no-op allocator, %d thread%s: ns/pair", t + 1,
+			 t ? "s" : "");
+		bench_result("core", text, bench_median(v, 15), "ns", GOAL_NONE,
+			     0);
+		fw[t] = ins[CG_NOOP1 + t] - loop;
+		snprintf(text, sizeof(text),
+			 "framework instructions per pair, %d thread%s", t + 1,
+			 t ? "s" : "");
+		if (!isnan(fw[t]))
+			bench_result("core", text, fw[t], "instr", GOAL_AT_MOST,
+				     60);
+	}
+	swap_default(old);
+	if (!isnan(loop))
+		bench_result("core", "empty loop (subtracted above)", loop,
+			     "instr", GOAL_NONE, 0);
+	snprintf(text, sizeof(text), "%s (1 thread) / %s (2 threads)",
+		 bench_instr_text(fw[0], in[0], sizeof(in[0])),
+		 bench_instr_text(fw[1], in[1], sizeof(in[1])));
+	bench_summary("framework instructions per pair (no-op allocator)",
+		      "<= 60", "-", text,
+		      isnan(fw[0]) || isnan(fw[1])
+			      ? VERDICT_NOT_MEASURED
+			      : bench_verdict(fw[0] <= 60 && fw[1] <= 60));
+	return 0;
+}
+
+static int default_vs_direct(const struct bench_opts *opts, const double *ins)
+{
+	double ratio[NSIZES], lo, hi, ilo, ihi, idlo, idhi, ia[NSIZES],
+		id[NSIZES];
+	char metric[96], measured[96], instr[96];
+
+	for (size_t s = 0; s < NSIZES; s++) {
 		long iters = bench_iters(opts, sizes[s] >= 262144 ? 400 : 4000);
-		double direct[CHUNKS], fw[CHUNKS], median_direct, median_fw,
-			ratio;
-		char metric[96];
+		double direct[CHUNKS], fw[CHUNKS], md, mf;
 
 		for (int r = 0; r < CHUNKS; r++) {
-			/* Alternate who goes first: the heap state is shared.
-			 */
+			/* Alternate who goes first: the heap is shared. */
 			if (r & 1) {
-				fw[r] = framework_round(sizes[s], iters);
-				direct[r] =
-					direct_round(sizes[s], align, iters);
+				fw[r] = bench_default_round(sizes[s], iters);
+				direct[r] = direct_round(sizes[s], iters);
 			} else {
-				direct[r] =
-					direct_round(sizes[s], align, iters);
-				fw[r] = framework_round(sizes[s], iters);
+				direct[r] = direct_round(sizes[s], iters);
+				fw[r] = bench_default_round(sizes[s], iters);
 			}
 			if (direct[r] < 0 || fw[r] < 0)
 				return -1;
 		}
-		median_direct = bench_median(direct, CHUNKS);
-		median_fw = bench_median(fw, CHUNKS);
-		ratio = median_fw / median_direct;
-		worst = ratio > worst ? ratio : worst;
+		md = bench_median(direct, CHUNKS);
+		mf = bench_median(fw, CHUNKS);
+		ratio[s] = mf / md;
+		id[s] = ins[CG_SIZES + 2 * s];
+		ia[s] = ins[CG_SIZES + 2 * s + 1];
 		snprintf(metric, sizeof(metric),
 			 "%zu B direct posix_memalign+free", sizes[s]);
-		bench_result("core", metric, median_direct, "ns/pair",
-			     GOAL_NONE, 0);
+		bench_result("core", metric, md, "ns/pair", GOAL_NONE, 0);
 		snprintf(metric, sizeof(metric), "%zu B alloy alloc+free",
 			 sizes[s]);
-		bench_result("core", metric, median_fw, "ns/pair", GOAL_NONE,
-			     0);
+		bench_result("core", metric, mf, "ns/pair", GOAL_NONE, 0);
 		snprintf(metric, sizeof(metric), "%zu B ratio alloy/direct",
 			 sizes[s]);
-		bench_result("core", metric, ratio, "x", GOAL_AT_MOST, 1.05);
+		bench_result("core", metric, ratio[s], "x", GOAL_AT_MOST, 1.05);
+		if (!isnan(id[s]) && !isnan(ia[s])) {
+			snprintf(metric, sizeof(metric),
+				 "%zu B instructions: direct", sizes[s]);
+			bench_result("core", metric, id[s], "instr", GOAL_NONE,
+				     0);
+			snprintf(metric, sizeof(metric),
+				 "%zu B instructions: alloy", sizes[s]);
+			bench_result("core", metric, ia[s], "instr", GOAL_NONE,
+				     0);
+		}
 	}
-	bench_result("core", "worst ratio alloy/direct", worst, "x",
-		     GOAL_AT_MOST, 1.05);
+	bench_range(ratio, NSIZES, &lo, &hi);
+	bench_result("core", "worst ratio alloy/direct", hi, "x", GOAL_AT_MOST,
+		     1.05);
+	bench_range(ia, NSIZES, &ilo, &ihi);
+	bench_range(id, NSIZES, &idlo, &idhi);
+	snprintf(measured, sizeof(measured), "%.2f - %.2f", lo, hi);
+	if (isnan(ilo))
+		snprintf(instr, sizeof(instr), "n/a");
+	else
+		snprintf(instr, sizeof(instr),
+			 "alloy %.0f - %.0f, direct %.0f - %.0f", ilo, ihi,
+			 idlo, idhi);
+	bench_summary(
+		"alloy default vs direct posix_memalign(64), 64 B - 1 MiB (time)",
+		"<= 1.05", measured, instr, bench_verdict(hi <= 1.05));
 	return 0;
+}
+
+static int run_core(const struct bench_opts *opts)
+{
+	double ins[NCASES];
+
+	if (!noop_allocator() || bench_use_default())
+		return -1;
+	make_cases();
+	bench_instructions(opts, "core", cases, NCASES, ins);
+	if (framework_figures(opts, ins))
+		return -1;
+	return default_vs_direct(opts, ins);
 }
 
 const struct bench bench_core = {
 	.name = "core",
-	.help = "alloc+free through alloy vs posix_memalign+free (64 B..1 MiB)",
+	.help = "the framework with a no-op allocator; alloy's default vs posix_memalign(64) (64 B..1 MiB)",
 	.run = run_core,
+	.callgrind_child = core_callgrind_child,
 };
