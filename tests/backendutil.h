@@ -91,4 +91,29 @@ static inline void backend_check_blocks(struct alloy_allocator *a,
 	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
 }
 
+/*
+ * One block grown and shrunk across both paths of a module: it keeps its
+ * contents and its alignment, and the backend gets all of it back.
+ */
+static inline void backend_check_realloc(struct alloy_allocator *a,
+					 const struct backend_probe *probe)
+{
+	static const size_t sizes[] = { 64, 80, 4096, 40, 1 << 20, 200, 64 };
+	long long held = probe->held();
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_alloc(a, sizes[0], 64, 0, &dp));
+	memset(dp.ptr, 9, sizes[0]);
+	for (size_t i = 1; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t keep = sizes[i] < sizes[i - 1] ? sizes[i] : sizes[i - 1];
+
+		ck_assert_ok(alloy_data_ptr_realloc(&dp, sizes[i]));
+		ck_assert_uint_eq((uintptr_t)dp.ptr % 64, 0);
+		ck_assert_int_eq(((char *)dp.ptr)[keep - 1], 9);
+		memset(dp.ptr, 9, sizes[i]);
+	}
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_eq(probe->held(), held);
+}
+
 #endif /* ALLOY_TESTS_BACKENDUTIL_H */

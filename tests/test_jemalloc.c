@@ -134,23 +134,8 @@ END_TEST
 /* A block grown across classes is freed with its new class's flags. */
 START_TEST(realloc_between_paths)
 {
-	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
-	static const size_t sizes[] = { 64, 80, 4096, 40, 1 << 20, 200, 64 };
-	long long held = jemalloc_held();
-	struct alloy_data_ptr dp;
-
-	ck_assert_ok(alloy_alloc(a, sizes[0], 64, 0, &dp));
-	memset(dp.ptr, 9, sizes[0]);
-	for (size_t i = 1; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		size_t keep = sizes[i] < sizes[i - 1] ? sizes[i] : sizes[i - 1];
-
-		ck_assert_ok(alloy_data_ptr_realloc(&dp, sizes[i]));
-		ck_assert_uint_eq((uintptr_t)dp.ptr % 64, 0);
-		ck_assert_int_eq(((char *)dp.ptr)[keep - 1], 9);
-		memset(dp.ptr, 9, sizes[i]);
-	}
-	alloy_data_ptr_free(&dp);
-	ck_assert_int_eq(jemalloc_held(), held);
+	backend_check_realloc(jemalloc_default("cpu:jemalloc"),
+			      &jemalloc_probe);
 }
 END_TEST
 

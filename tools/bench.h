@@ -93,10 +93,53 @@ void bench_range(const double *v, size_t n, double *lo, double *hi);
 int bench_use_default(void);
 
 /*
- * iters alloc+free pairs of size bytes through alloy_alloc_default and
- * alloy_data_ptr_free, each block touched; ns per pair, or -1.
+ * One way of doing the work: iters alloc+free pairs of size bytes, each
+ * block touched; ns per pair, or -1 if an allocation failed.
  */
-double bench_default_round(size_t size, long iters);
+typedef double (*bench_round_fn)(const void *arg, size_t size, long iters);
+
+struct bench_way {
+	bench_round_fn round;
+	const void *arg;
+};
+
+/*
+ * Time n ways side by side: chunks short rounds of each, the order
+ * rotating from chunk to chunk so that the heap's drift and bursts of
+ * noise hit all alike, and each way's median chunk in median[i] (ns per
+ * pair).  0, or -1 if a round failed.
+ */
+int bench_side_by_side(const struct bench_way *ways, int n, size_t size,
+		       long iters, int chunks, double *median);
+
+/* Pairs through alloy_alloc_default + alloy_data_ptr_free (arg unused). */
+double bench_default_round(const void *arg, size_t size, long iters);
+
+/* ---- alloy's default pair against another (tools/bench_versus.c) ------ */
+
+#define BENCH_VERSUS_NSIZES 8
+/* 64 B to 1 MiB. */
+extern const size_t bench_versus_sizes[BENCH_VERSUS_NSIZES];
+
+struct bench_versus {
+	const char *group;	 /* the benchmark */
+	const char *other;	 /* the other's pair, in metric names */
+	const char *other_short; /* in ratio names: "alloy/<this>" */
+	bench_round_fn round;	 /* the other's pairs */
+	double goal;		 /* time alloy/other at most */
+	const char *goal_text;	 /* the goal, for the summary */
+	const char *figure;	 /* the summary row */
+};
+
+struct bench_cg_case;
+
+/* Counting cases per size: [2s] alloy's default, [2s + 1] the other. */
+void bench_versus_cases(const struct bench_versus *v,
+			struct bench_cg_case *cases);
+
+/* Time and print every size; ins holds the cases' counts (or NAN). */
+int bench_versus_run(const struct bench_opts *opts,
+		     const struct bench_versus *v, const double *ins);
 
 /* ---- instruction counts (tools/callgrind.c) --------------------------- */
 

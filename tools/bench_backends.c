@@ -45,8 +45,9 @@ static const size_t sizes[] = { 64, 4096, 16384, 65536, 262144, 1048576 };
 static void *volatile sink;
 
 /* The module through alloy's allocation path. */
-static double module_round(struct alloy_allocator *a, size_t size, long iters)
+static double module_round(const void *arg, size_t size, long iters)
 {
+	struct alloy_allocator *a = (struct alloy_allocator *)arg;
 	double t0 = bench_now_ns();
 
 	for (long i = 0; i < iters; i++) {
@@ -62,8 +63,9 @@ static double module_round(struct alloy_allocator *a, size_t size, long iters)
 }
 
 /* The module's own ops called directly: what the module adds to raw. */
-static double ops_round(struct alloy_allocator *a, size_t size, long iters)
+static double ops_round(const void *arg, size_t size, long iters)
 {
+	const struct alloy_allocator *a = arg;
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 	void *ctx = alloy_allocator_ctx(a);
 	double t0 = bench_now_ns();
@@ -81,10 +83,11 @@ static double ops_round(struct alloy_allocator *a, size_t size, long iters)
 }
 
 #ifdef ALLOY_HAVE_JEMALLOC
-static double jemalloc_round(size_t size, long iters)
+static double jemalloc_round(const void *arg, size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
+	(void)arg;
 	for (long i = 0; i < iters; i++) {
 		void *p = mallocx(size, 0);
 
@@ -99,10 +102,11 @@ static double jemalloc_round(size_t size, long iters)
 #endif
 
 #ifdef ALLOY_HAVE_MIMALLOC
-static double mimalloc_round(size_t size, long iters)
+static double mimalloc_round(const void *arg, size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
+	(void)arg;
 	for (long i = 0; i < iters; i++) {
 		void *p = mi_malloc(size);
 
@@ -119,7 +123,7 @@ static double mimalloc_round(size_t size, long iters)
 struct backend {
 	const char *name;
 	const char *raw_name;
-	double (*raw)(size_t size, long iters); /* NULL: not built in */
+	bench_round_fn raw; /* NULL: not built in */
 };
 
 static struct backend backends[2] = {
@@ -145,7 +149,7 @@ enum { WAY_RAW, WAY_OPS, WAY_MODULE, NWAYS };
 #define CASE(b, s, w) (((b)*NSIZES + (s)) * NWAYS + (w))
 
 /* The label says the way: these very strings. */
-static const char *const ways[NWAYS] = { "raw", "ops", "module" };
+static const char *const way_names[NWAYS] = { "raw", "ops", "module" };
 
 static void cg_way(const struct bench_cg_case *c, long pairs)
 {
@@ -154,9 +158,9 @@ static void cg_way(const struct bench_cg_case *c, long pairs)
 
 	if (!a || !b->raw)
 		return;
-	if (c->label == ways[WAY_RAW])
-		b->raw(c->size, pairs);
-	else if (c->label == ways[WAY_OPS])
+	if (c->label == way_names[WAY_RAW])
+		b->raw(NULL, c->size, pairs);
+	else if (c->label == way_names[WAY_OPS])
 		ops_round(a, c->size, pairs);
 	else
 		module_round(a, c->size, pairs);
@@ -170,7 +174,7 @@ static void make_cases(void)
 		for (size_t s = 0; s < NSIZES; s++)
 			for (int w = 0; w < NWAYS; w++)
 				cases[CASE(b, s, w)] = (struct bench_cg_case){
-					.label = ways[w],
+					.label = way_names[w],
 					.run = cg_way,
 					.size = sizes[s],
 					.arg = &backends[b],
@@ -208,26 +212,20 @@ static int module_vs_raw(const struct bench_opts *opts, size_t bi,
 	for (size_t s = 0; s < NSIZES; s++) {
 		long iters =
 			bench_iters(opts, sizes[s] >= 262144 ? 1000 : 4000);
-		double r[CHUNKS], m[CHUNKS], o[CHUNKS], mr, mm, mo;
 		const double *in = &ins[CASE(bi, s, 0)];
 		size_t sz = sizes[s];
+		const struct bench_way ways[NWAYS] = {
+			[WAY_RAW] = { b->raw, NULL },
+			[WAY_OPS] = { ops_round, a },
+			[WAY_MODULE] = { module_round, a },
+		};
+		double med[NWAYS], mr, mm, mo;
 
-		for (int c = 0; c < CHUNKS; c++) {
-			if (c & 1) {
-				m[c] = module_round(a, sz, iters);
-				o[c] = ops_round(a, sz, iters);
-				r[c] = b->raw(sz, iters);
-			} else {
-				r[c] = b->raw(sz, iters);
-				o[c] = ops_round(a, sz, iters);
-				m[c] = module_round(a, sz, iters);
-			}
-			if (r[c] < 0 || m[c] < 0 || o[c] < 0)
-				return -1;
-		}
-		mr = bench_median(r, CHUNKS);
-		mm = bench_median(m, CHUNKS);
-		mo = bench_median(o, CHUNKS);
+		if (bench_side_by_side(ways, NWAYS, sz, iters, CHUNKS, med))
+			return -1;
+		mr = med[WAY_RAW];
+		mo = med[WAY_OPS];
+		mm = med[WAY_MODULE];
 		ratio[s] = mr / mm;
 		snprintf(metric, sizeof(metric), "%s %zu B raw %s", b->name, sz,
 			 b->raw_name);
@@ -245,7 +243,7 @@ static int module_vs_raw(const struct bench_opts *opts, size_t bi,
 		for (int w = 0; w < NWAYS && !isnan(in[WAY_RAW]); w++) {
 			snprintf(metric, sizeof(metric),
 				 "%s %zu B instructions: %s", b->name, sz,
-				 ways[w]);
+				 way_names[w]);
 			bench_result("backends", metric, in[w], "instr",
 				     GOAL_NONE, 0);
 		}

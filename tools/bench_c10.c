@@ -11,18 +11,11 @@
  * configure found libtorch; this file opens it, or says why it cannot.
  */
 #include <dlfcn.h>
-#include <math.h>
 #include <stdio.h>
 
 #include <alloy/alloy.h>
 
 #include "bench.h"
-
-#define CHUNKS 101
-
-static const size_t sizes[] = { 64,    256,   1024,   4096,
-				16384, 65536, 262144, 1048576 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static int (*c10_pairs)(size_t size, long pairs);
 
@@ -47,66 +40,40 @@ static const char *load_c10(void)
 #endif
 }
 
-static double c10_round(size_t size, long iters)
+static double c10_round(const void *arg, size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
+	(void)arg;
 	if (c10_pairs(size, iters))
 		return -1;
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
-/* ---- instruction counts: alloy, c10 per size ------------------------- */
+static const struct bench_versus versus_c10 = {
+	.group = "c10",
+	.other = "c10 CPU allocator pair",
+	.other_short = "c10",
+	.round = c10_round,
+	.goal = 0.60,
+	.goal_text = "<= 0.60",
+	.figure = "alloy default pair / c10 CPU pair, 64 B - 1 MiB (time)",
+};
 
-#define NCASES (2 * NSIZES)
-
-static void cg_alloy(const struct bench_cg_case *c, long pairs)
-{
-	bench_default_round(c->size, pairs);
-}
-
-static void cg_c10(const struct bench_cg_case *c, long pairs)
-{
-	if (c10_pairs)
-		c10_pairs(c->size, pairs);
-}
-
-static struct bench_cg_case cases[NCASES];
-
-static void make_cases(void)
-{
-	for (size_t s = 0; s < NSIZES; s++) {
-		long pairs = sizes[s] >= 262144 ? 200 : 0;
-
-		cases[2 * s] = (struct bench_cg_case){
-			.label = "alloy default",
-			.run = cg_alloy,
-			.size = sizes[s],
-			.pairs = pairs,
-		};
-		cases[2 * s + 1] = (struct bench_cg_case){
-			.label = "c10",
-			.run = cg_c10,
-			.size = sizes[s],
-			.pairs = pairs,
-		};
-	}
-}
+static struct bench_cg_case cases[2 * BENCH_VERSUS_NSIZES];
 
 static int c10_callgrind_child(void)
 {
 	if (load_c10() || bench_use_default())
 		return -1;
-	make_cases();
-	return bench_cg_cases(cases, NCASES);
+	bench_versus_cases(&versus_c10, cases);
+	return bench_cg_cases(cases, 2 * BENCH_VERSUS_NSIZES);
 }
 
 static int run_c10(const struct bench_opts *opts)
 {
 	const char *why = load_c10();
-	double ins[NCASES], ratio[NSIZES], ia[NSIZES], ic[NSIZES], lo, hi, alo,
-		ahi, clo, chi;
-	char metric[96], measured[64], instr[128];
+	double ins[2 * BENCH_VERSUS_NSIZES];
 
 	if (why) {
 		bench_note("c10: skipped: %s", why);
@@ -114,59 +81,9 @@ static int run_c10(const struct bench_opts *opts)
 	}
 	if (bench_use_default())
 		return -1;
-	make_cases();
-	bench_instructions(opts, "c10", cases, NCASES, ins);
-	for (size_t s = 0; s < NSIZES; s++) {
-		long iters = bench_iters(opts, sizes[s] >= 262144 ? 400 : 4000);
-		double a[CHUNKS], c[CHUNKS], ma, mc;
-
-		for (int r = 0; r < CHUNKS; r++) {
-			if (r & 1) {
-				a[r] = bench_default_round(sizes[s], iters);
-				c[r] = c10_round(sizes[s], iters);
-			} else {
-				c[r] = c10_round(sizes[s], iters);
-				a[r] = bench_default_round(sizes[s], iters);
-			}
-			if (a[r] < 0 || c[r] < 0)
-				return -1;
-		}
-		ma = bench_median(a, CHUNKS);
-		mc = bench_median(c, CHUNKS);
-		ratio[s] = ma / mc;
-		ia[s] = ins[2 * s];
-		ic[s] = ins[2 * s + 1];
-		snprintf(metric, sizeof(metric), "%zu B c10 CPU allocator pair",
-			 sizes[s]);
-		bench_result("c10", metric, mc, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B alloy default pair",
-			 sizes[s]);
-		bench_result("c10", metric, ma, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B alloy/c10 time",
-			 sizes[s]);
-		bench_result("c10", metric, ratio[s], "x", GOAL_AT_MOST, 0.60);
-		if (isnan(ia[s]) || isnan(ic[s]))
-			continue;
-		snprintf(metric, sizeof(metric), "%zu B instructions: c10",
-			 sizes[s]);
-		bench_result("c10", metric, ic[s], "instr", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B instructions: alloy",
-			 sizes[s]);
-		bench_result("c10", metric, ia[s], "instr", GOAL_NONE, 0);
-	}
-	bench_range(ratio, NSIZES, &lo, &hi);
-	snprintf(measured, sizeof(measured), "%.2f - %.2f", lo, hi);
-	bench_range(ia, NSIZES, &alo, &ahi);
-	bench_range(ic, NSIZES, &clo, &chi);
-	if (isnan(alo) || isnan(clo))
-		snprintf(instr, sizeof(instr), "n/a");
-	else
-		snprintf(instr, sizeof(instr),
-			 "alloy %.0f - %.0f, c10 %.0f - %.0f", alo, ahi, clo,
-			 chi);
-	bench_summary("alloy default pair / c10 CPU pair, 64 B - 1 MiB (time)",
-		      "<= 0.60", measured, instr, bench_verdict(hi <= 0.60));
-	return 0;
+	bench_versus_cases(&versus_c10, cases);
+	bench_instructions(opts, "c10", cases, 2 * BENCH_VERSUS_NSIZES, ins);
+	return bench_versus_run(opts, &versus_c10, ins);
 }
 
 const struct bench bench_c10 = {

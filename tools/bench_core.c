@@ -24,12 +24,7 @@
 
 #include "bench.h"
 
-#define CHUNKS 101
-#define ALIGN  64
-
-static const size_t sizes[] = { 64,    256,   1024,   4096,
-				16384, 65536, 262144, 1048576 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+#define ALIGN 64
 
 /* Keep the compiler from dropping the work. */
 static void *volatile sink;
@@ -78,7 +73,7 @@ static struct alloy_allocator *noop_allocator(void)
 
 /* ---- the loops, timed and counted alike ------------------------------ */
 
-static double direct_round(size_t size, long iters)
+static double direct_round(const void *arg, size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
@@ -95,7 +90,7 @@ static double direct_round(size_t size, long iters)
 }
 
 /* Through the CPU default, whichever allocator that is now. */
-double bench_default_round(size_t size, long iters)
+double bench_default_round(const void *arg, size_t size, long iters)
 {
 	double t0 = bench_now_ns();
 
@@ -136,7 +131,7 @@ static void framework_thread(void *arg)
 {
 	struct thread_round *r = arg;
 
-	r->ns = bench_default_round(r->size, r->iters);
+	r->ns = bench_default_round(NULL, r->size, r->iters);
 }
 
 /* ns per pair in each of threads threads running at once. */
@@ -145,7 +140,7 @@ static double framework_threads(int threads, size_t size, long iters)
 	struct thread_round r = { size, iters, 0 };
 
 	if (threads == 1)
-		return bench_default_round(size, iters);
+		return bench_default_round(NULL, size, iters);
 	if (bench_cg_threads(threads, framework_thread, &r))
 		return -1;
 	return r.ns;
@@ -181,18 +176,20 @@ static void cg_empty(const struct bench_cg_case *c, long pairs)
 	empty_round(c->size, pairs);
 }
 
-static void cg_default(const struct bench_cg_case *c, long pairs)
-{
-	bench_default_round(c->size, pairs);
-}
-
-static void cg_direct(const struct bench_cg_case *c, long pairs)
-{
-	direct_round(c->size, pairs);
-}
+/* alloy's default against c10's DefaultCPUAllocator minus its extras. */
+static const struct bench_versus versus_direct = {
+	.group = "core",
+	.other = "direct posix_memalign+free",
+	.other_short = "direct",
+	.round = direct_round,
+	.goal = 1.05,
+	.goal_text = "<= 1.05",
+	.figure =
+		"alloy default vs direct posix_memalign(64), 64 B - 1 MiB (time)",
+};
 
 enum { CG_EMPTY, CG_NOOP1, CG_NOOP2, CG_SIZES };
-#define NCASES (CG_SIZES + 2 * NSIZES)
+#define NCASES (CG_SIZES + 2 * BENCH_VERSUS_NSIZES)
 
 static struct bench_cg_case cases[NCASES];
 
@@ -208,23 +205,7 @@ static void make_cases(void)
 			.size = 64,
 			.threads = t + 1,
 		};
-	for (size_t s = 0; s < NSIZES; s++) {
-		/* Fewer pairs of the large sizes: glibc may map each one. */
-		long pairs = sizes[s] >= 262144 ? 200 : 0;
-
-		cases[CG_SIZES + 2 * s] = (struct bench_cg_case){
-			.label = "posix_memalign",
-			.run = cg_direct,
-			.size = sizes[s],
-			.pairs = pairs,
-		};
-		cases[CG_SIZES + 2 * s + 1] = (struct bench_cg_case){
-			.label = "alloy default",
-			.run = cg_default,
-			.size = sizes[s],
-			.pairs = pairs,
-		};
-	}
+	bench_versus_cases(&versus_direct, &cases[CG_SIZES]);
 }
 
 static int core_callgrind_child(void)
@@ -280,71 +261,6 @@ static int framework_figures(const struct bench_opts *opts, const double *ins)
 	return 0;
 }
 
-static int default_vs_direct(const struct bench_opts *opts, const double *ins)
-{
-	double ratio[NSIZES], lo, hi, ilo, ihi, idlo, idhi, ia[NSIZES],
-		id[NSIZES];
-	char metric[96], measured[96], instr[96];
-
-	for (size_t s = 0; s < NSIZES; s++) {
-		long iters = bench_iters(opts, sizes[s] >= 262144 ? 400 : 4000);
-		double direct[CHUNKS], fw[CHUNKS], md, mf;
-
-		for (int r = 0; r < CHUNKS; r++) {
-			/* Alternate who goes first: the heap is shared. */
-			if (r & 1) {
-				fw[r] = bench_default_round(sizes[s], iters);
-				direct[r] = direct_round(sizes[s], iters);
-			} else {
-				direct[r] = direct_round(sizes[s], iters);
-				fw[r] = bench_default_round(sizes[s], iters);
-			}
-			if (direct[r] < 0 || fw[r] < 0)
-				return -1;
-		}
-		md = bench_median(direct, CHUNKS);
-		mf = bench_median(fw, CHUNKS);
-		ratio[s] = mf / md;
-		id[s] = ins[CG_SIZES + 2 * s];
-		ia[s] = ins[CG_SIZES + 2 * s + 1];
-		snprintf(metric, sizeof(metric),
-			 "%zu B direct posix_memalign+free", sizes[s]);
-		bench_result("core", metric, md, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B alloy alloc+free",
-			 sizes[s]);
-		bench_result("core", metric, mf, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%zu B ratio alloy/direct",
-			 sizes[s]);
-		bench_result("core", metric, ratio[s], "x", GOAL_AT_MOST, 1.05);
-		if (!isnan(id[s]) && !isnan(ia[s])) {
-			snprintf(metric, sizeof(metric),
-				 "%zu B instructions: direct", sizes[s]);
-			bench_result("core", metric, id[s], "instr", GOAL_NONE,
-				     0);
-			snprintf(metric, sizeof(metric),
-				 "%zu B instructions: alloy", sizes[s]);
-			bench_result("core", metric, ia[s], "instr", GOAL_NONE,
-				     0);
-		}
-	}
-	bench_range(ratio, NSIZES, &lo, &hi);
-	bench_result("core", "worst ratio alloy/direct", hi, "x", GOAL_AT_MOST,
-		     1.05);
-	bench_range(ia, NSIZES, &ilo, &ihi);
-	bench_range(id, NSIZES, &idlo, &idhi);
-	snprintf(measured, sizeof(measured), "%.2f - %.2f", lo, hi);
-	if (isnan(ilo))
-		snprintf(instr, sizeof(instr), "n/a");
-	else
-		snprintf(instr, sizeof(instr),
-			 "alloy %.0f - %.0f, direct %.0f - %.0f", ilo, ihi,
-			 idlo, idhi);
-	bench_summary(
-		"alloy default vs direct posix_memalign(64), 64 B - 1 MiB (time)",
-		"<= 1.05", measured, instr, bench_verdict(hi <= 1.05));
-	return 0;
-}
-
 static int run_core(const struct bench_opts *opts)
 {
 	double ins[NCASES];
@@ -355,7 +271,7 @@ static int run_core(const struct bench_opts *opts)
 	bench_instructions(opts, "core", cases, NCASES, ins);
 	if (framework_figures(opts, ins))
 		return -1;
-	return default_vs_direct(opts, ins);
+	return bench_versus_run(opts, &versus_direct, &ins[CG_SIZES]);
 }
 
 const struct bench bench_core = {

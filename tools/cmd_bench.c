@@ -188,6 +188,31 @@ double bench_median(double *v, size_t n)
 	return v[n / 2];
 }
 
+int bench_side_by_side(const struct bench_way *ways, int n, size_t size,
+		       long iters, int chunks, double *median)
+{
+	double *t = malloc(sizeof(*t) * (size_t)n * (size_t)chunks);
+
+	if (!t)
+		return -1;
+	for (int c = 0; c < chunks; c++) {
+		for (int k = 0; k < n; k++) {
+			int w = (c + k) % n;
+			double ns = ways[w].round(ways[w].arg, size, iters);
+
+			if (ns < 0) {
+				free(t);
+				return -1;
+			}
+			t[w * chunks + c] = ns;
+		}
+	}
+	for (int w = 0; w < n; w++)
+		median[w] = bench_median(&t[w * chunks], (size_t)chunks);
+	free(t);
+	return 0;
+}
+
 static void print_json(void)
 {
 	printf("{\"alloy_version\": ");
