@@ -65,21 +65,34 @@ static void *alloc_aligned(size_t size, size_t align, bool zero)
 	return NULL;
 }
 
+/*
+ * mi_malloc's block p was misaligned: give it back and take an aligned
+ * one of its usable size, zeroed (rare enough that the zeroing costs
+ * nothing that matters, and the fast path then keeps only align alive
+ * across its call).
+ */
+static __attribute__((noinline, cold)) void *realign(void *p, size_t align)
+{
+	size_t size = mi_usable_size(p);
+
+	mi_free(p);
+	return alloc_aligned(size, align, true);
+}
+
 static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 			    unsigned flags)
 {
 	bool zero = flags & ALLOY_ALLOC_ZERO;
+	void *p;
 
 	(void)ctx;
-	if (size > SMALL_MAX ? align <= TRY_ALIGN_MAX : !(size & (align - 1))) {
-		void *p = zero ? mi_zalloc(size) : mi_malloc(size);
-
-		/* NULL is aligned too: out of memory is reported as such. */
-		if (!misaligned(p, align))
-			return p;
-		mi_free(p);
-	}
-	return alloc_aligned(size, align, zero);
+	if (size > SMALL_MAX ? align > TRY_ALIGN_MAX : (size & (align - 1)))
+		return alloc_aligned(size, align, zero);
+	p = zero ? mi_zalloc(size) : mi_malloc(size);
+	/* NULL is aligned too: out of memory is reported as such. */
+	if (__builtin_expect(misaligned(p, align), 0))
+		return realign(p, align);
+	return p;
 }
 
 static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
