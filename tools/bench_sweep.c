@@ -26,6 +26,7 @@
  * in `alloy bench`, on a heap no other benchmark has moved glibc's thresholds
  * on.
  */
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -198,6 +199,27 @@ static int sweep_callgrind_child(void)
 
 /* ---- the figures ----------------------------------------------------- */
 
+/* What glibc and the default allocator keep once every array is freed. */
+static void held_after(enum pattern pat)
+{
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct mallinfo2 mi = mallinfo2();
+	char metric[128];
+
+	snprintf(metric, sizeof(metric), "%s: glibc holds, all freed",
+		 pattern_names[pat]);
+	bench_result("sweep", metric, (double)mi.fordblks / (1 << 20), "MiB",
+		     GOAL_NONE, 0);
+	if (alloy_allocator_stats(alloy_find_allocator("default"), &st))
+		return;
+	snprintf(metric, sizeof(metric), "%s: default holds, all freed",
+		 pattern_names[pat]);
+	bench_result("sweep", metric,
+		     (double)(st.reserved - st.allocated) / (1 << 20), "MiB",
+		     GOAL_NONE, 0);
+}
+
 /* One pattern, all sides; ratio[] is each side's time over glibc's. */
 static int sweep_pattern(const struct bench_opts *opts, enum pattern pat,
 			 const double *ins, double *ratio)
@@ -241,6 +263,7 @@ static int sweep_pattern(const struct bench_opts *opts, enum pattern pat,
 			 pattern_names[pat], side_names[s]);
 		bench_result("sweep", metric, *in, "instr", GOAL_NONE, 0);
 	}
+	held_after(pat);
 	for (int s = ALLOY; s < NSIDES; s++) {
 		ratio[s] = med[s] / med[GLIBC];
 		snprintf(metric, sizeof(metric), "%s: %s / glibc malloc time",
