@@ -55,6 +55,7 @@ enum bench_verdict {
 	VERDICT_MISSED,
 	VERDICT_MET,
 	VERDICT_NOT_MEASURED, /* e.g. no instruction counts this run */
+	VERDICT_NO_GOAL,      /* a row that explains another */
 };
 
 /*

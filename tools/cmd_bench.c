@@ -129,6 +129,7 @@ static const char *const verdict_names[] = {
 	[VERDICT_MISSED] = "MISSED",
 	[VERDICT_MET] = "met",
 	[VERDICT_NOT_MEASURED] = "not measured",
+	[VERDICT_NO_GOAL] = "-",
 };
 
 /* The goals of this run as a Markdown table (docs/BENCHMARKS.md's form). */
