@@ -329,6 +329,8 @@ static int run_bench(int argc, char **argv)
 			continue;
 		if (!opts.json)
 			printf("%s: %s\n", benches[b]->name, benches[b]->help);
+		/* Before any child a benchmark forks inherits the buffer. */
+		fflush(stdout);
 		if (benches[b]->run(&opts)) {
 			fprintf(stderr, "alloy bench %s: %s\n",
 				benches[b]->name, alloy_last_error());
