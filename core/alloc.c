@@ -2,56 +2,122 @@
 /*
  * core/alloc.c - the allocation path: alloy_alloc, DataPtr and deleters.
  *
- * This is the hot path.  An allocation enters a grace-period section (two
- * plain stores), checks the allocator is live, calls its alloc op, bumps
- * the thread's own counters and, only when the reporter is on, calls the
- * hooks.  The DataPtr it returns names the allocator itself as the
- * deleter's context, so the block goes back where it came from.
+ * This is the hot path.  alloy_alloc_default reads the device's default
+ * and counts the block on it inside a window (core/acct.h), calls the
+ * allocator's alloc op and fills the DataPtr; the reporter's hooks are
+ * called only when it is on.  The DataPtr names the allocator itself as
+ * the deleter's context, so the block goes back where it came from.
+ * Everything unusual (no record for this thread yet, bad arguments, a
+ * size that would wrap, a failure) leaves through a cold function, so
+ * the common case is a straight line.
  */
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <alloy/cuda.h> /* alloy_cuda_record_stream */
 
 #include "internal.h"
+#include "acct.h"
 #include "conf.h"
+
+/*
+ * Two neighbouring 8-byte stores (size, align) are cheaper as two moves
+ * than as the vector shuffle GCC would build them with.
+ */
+#pragma GCC optimize("no-tree-slp-vectorize")
 
 static _Atomic(const struct alloy__hooks *) hooks;
 
 void alloy__set_hooks(const struct alloy__hooks *h)
 {
 	atomic_store_explicit(&hooks, h, memory_order_release);
+	alloy__slow_mask_set(ALLOY__SLOW_HOOKS, h != NULL);
 }
 
-static inline void count(struct alloy__tls *t, struct alloy_allocator *a,
-			 int event, int64_t bytes)
+const struct alloy__hooks *alloy__hooks_now(void)
 {
-	alloy__tcount_add(t, a->counters + event, 1);
-	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, bytes);
+	return atomic_load_explicit(&hooks, memory_order_acquire);
 }
+
+static void warn_negative(const struct alloy_allocator *a, const char *what,
+			  int64_t v);
 
 int64_t alloy__live_blocks(const struct alloy_allocator *a)
 {
 	/* Frees first: a racing alloc+free can then only make it larger. */
 	int64_t frees = alloy__tcount_sum(a->counters + ALLOY__C_FREES);
+	int64_t live = alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS) - frees;
 
-	return alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS) - frees;
+	if (unlikely(live < 0))
+		warn_negative(a, "blocks", live);
+	return live;
 }
 
-/* Deleter of blocks made while no hooks were installed. */
+static int64_t live_bytes(const struct alloy_allocator *a)
+{
+	int64_t bytes = alloy__tcount_sum(a->counters + ALLOY__C_BYTES);
+
+	if (unlikely(bytes < 0))
+		warn_negative(a, "bytes", bytes);
+	return bytes;
+}
+
+/*
+ * More frees than allocations can only come from misuse that alloy does
+ * not check on every free: a block freed twice through two copies of its
+ * DataPtr, or freed with a smaller size than it was made with.  Counts
+ * are per thread, so this is seen when they are summed, not at the free;
+ * say so once per allocator and name the tool that finds the culprit.
+ */
+static void warn_negative(const struct alloy_allocator *a, const char *what,
+			  int64_t v)
+{
+	static _Atomic uint64_t warned; /* one bit per table slot */
+	uint64_t bit = 1ull << (a->index % 64);
+
+	if (atomic_fetch_or(&warned, bit) & bit)
+		return;
+	fprintf(stderr,
+		"alloy: allocator \"%s\" has %lld live %s: a block was freed twice (two copies of one DataPtr) or with a wrong size; ALLOY_CONF=cpu:debug reports where\n",
+		a->name, (long long)v, what);
+}
+
+void alloy__uncount_alloc(struct alloy_allocator *a, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_get();
+
+	alloy__tcount_add(t, a->counters + ALLOY__C_ALLOCS, -1);
+	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, -(int64_t)size);
+}
+
+void alloy__count_free_slow(struct alloy_allocator *a, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_get();
+
+	alloy__tcount_add(t, a->counters + ALLOY__C_FREES, 1);
+	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, -(int64_t)size);
+}
+
+/*
+ * Deleter of blocks made while no hooks were installed.  Counted after
+ * the free: an unregister must not see the block gone while the
+ * allocator's code still runs.  What the count needs is read from *dp
+ * again after the call (which may have written memory), so only dp
+ * stays live across it.
+ */
 static void allocator_deleter(struct alloy_data_ptr *dp)
 {
-	struct alloy_allocator *a = dp->ctx;
+	const struct alloy_allocator *a = dp->ctx;
 
 	a->ops.free(a->ctx, dp->ptr, dp->size, dp->align);
-	/* After the free: unregister must not see 0 while it is running. */
-	count(alloy__tls_self, a, ALLOY__C_FREES, -(int64_t)dp->size);
+	alloy__count_free(dp->ctx, dp->size);
 }
 
 /* Deleter of blocks that were reported at allocation. */
 static void reported_deleter(struct alloy_data_ptr *dp)
 {
-	const struct alloy__hooks *h =
-		atomic_load_explicit(&hooks, memory_order_acquire);
+	const struct alloy__hooks *h = alloy__hooks_now();
 
 	if (h)
 		h->on_free(dp->ctx, dp);
@@ -64,37 +130,47 @@ static bool is_pow2(size_t x)
 }
 
 /*
- * Everything unusual about a request, kept out of the hot path: an empty
- * block (valid), a size that would wrap, an allocator on its way out.
+ * The largest block: 2^62 bytes.  With alignments up to ALLOY_ALIGN_MAX
+ * (2^40) an allocator can round size up by align without passing
+ * PTRDIFF_MAX.  size - 1 wraps for 0, so one test catches both ends.
  */
+#define SIZE_MAX_BLOCK ((size_t)1 << 62)
+
+static inline bool size_unusual(size_t size)
+{
+	return (size - 1) >= SIZE_MAX_BLOCK;
+}
+
+/* An empty block (valid) or a size that would wrap. */
 static __attribute__((noinline, cold)) int
-alloc_unusual(struct alloy_allocator *a, size_t size, size_t align,
-	      struct alloy_data_ptr *out)
+size_refused(const char *func, int device_type, size_t size, size_t align,
+	     struct alloy_data_ptr *out)
 {
 	*out = ALLOY_DATA_PTR_INIT;
-	if (atomic_load_explicit(&a->state, memory_order_relaxed) != ALLOC_LIVE)
-		return alloy__error(-ENODEV, "alloy_alloc",
-				    "allocator \"%s\" is being unregistered",
-				    a->name);
 	if (size == 0) {
 		/* A valid empty block: nothing to free, nothing counted. */
-		out->device.type = (int16_t)a->ops.device_type;
+		out->device.type = (int16_t)device_type;
 		return 0;
 	}
 	/* Leave room for any rounding an allocator does: never wrap. */
 	return alloy__error(
-		-EOVERFLOW, "alloy_alloc",
-		"size %zu with alignment %zu exceeds the largest object (%td bytes)",
-		size, align, PTRDIFF_MAX);
+		-EOVERFLOW, func,
+		"size %zu (alignment %zu) exceeds the largest block alloy makes (%zu bytes)",
+		size, align, SIZE_MAX_BLOCK);
 }
 
-/* The allocator's own explanation, when it gave one, is kept. */
+/*
+ * The allocator's own explanation, when it gave one, is kept.  out holds
+ * the allocator, size and alignment of the request.
+ */
 static __attribute__((noinline, cold)) int
-alloc_failed(struct alloy_allocator *a, size_t size, size_t align,
-	     unsigned error_seq, struct alloy_data_ptr *out)
+alloc_failed(struct alloy_data_ptr *out)
 {
-	bool explained = alloy__error_seq != error_seq;
+	struct alloy_allocator *a = out->ctx;
+	bool explained = *alloy__error_mark_of() != 0;
+	size_t size = out->size, align = out->align;
 
+	alloy__uncount_alloc(a, size);
 	*out = ALLOY_DATA_PTR_INIT;
 	return alloy__error(
 		-ENOMEM, "alloy_alloc",
@@ -104,53 +180,160 @@ alloc_failed(struct alloy_allocator *a, size_t size, size_t align,
 }
 
 /*
- * Allocate from a.  The caller is inside an enter/leave section, t is not
- * NULL and align is a power of two >= sizeof(void *).
+ * Call a's alloc op for the block already counted on it and described in
+ * *out (ctx, size, align, device, deleter filled).  The DataPtr is
+ * filled before the call so that only out stays live across it: fewer
+ * registers to save on the hottest path alloy has.
  */
 static inline __attribute__((always_inline)) int
-alloc_entered(struct alloy__tls *t, struct alloy_allocator *a, size_t size,
-	      size_t align, unsigned flags, struct alloy_data_ptr *out)
+alloc_call(struct alloy_allocator *a, unsigned *error_mark, unsigned flags,
+	   struct alloy_data_ptr *out)
 {
-	const struct alloy__hooks *h;
-	unsigned error_seq;
 	void *p;
 
-	/* size - 1 wraps for 0, so one test catches both ends. */
-	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
-			     ALLOC_LIVE ||
-		     size - 1 >= (size_t)PTRDIFF_MAX - align))
-		return alloc_unusual(a, size, align, out);
-	error_seq = alloy__error_seq;
-	p = a->ops.alloc(a->ctx, size, align, flags);
+	*error_mark = 0;
+	p = a->ops.alloc(a->ctx, out->size, out->align, flags);
 	if (unlikely(!p))
-		return alloc_failed(a, size, align, error_seq, out);
-	count(t, a, ALLOY__C_ALLOCS, (int64_t)size);
-	h = atomic_load_explicit(&hooks, memory_order_acquire);
-	*out = (struct alloy_data_ptr){
-		.ptr = p,
-		.ctx = a,
-		.deleter = unlikely(h) ? reported_deleter : allocator_deleter,
-		.device = { .type = (int16_t)a->ops.device_type },
-		.size = size,
-		.align = align,
-	};
-	if (unlikely(h))
-		h->on_alloc(a, out);
+		return alloc_failed(out);
+	out->ptr = p;
 	return 0;
 }
 
-static __attribute__((noinline, cold)) int
-no_thread_state(const char *func, struct alloy_data_ptr *out)
+/*
+ * Fill all of *out but ptr.  device_type is a valid type, so the device
+ * {type, index 0} is one 32-bit store of it.
+ */
+static inline void describe(struct alloy_data_ptr *out,
+			    struct alloy_allocator *a, int device_type,
+			    size_t size, size_t align)
 {
-	*out = ALLOY_DATA_PTR_INIT;
-	return alloy__error(-ENOMEM, func,
-			    "no memory for this thread's accounting");
+	uint32_t device = (uint32_t)device_type;
+
+	_Static_assert(sizeof(out->device) == sizeof(device) &&
+			       offsetof(struct alloy_device, type) == 0,
+		       "struct alloy_device is {int16 type, int16 index}");
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	device <<= 16;
+#endif
+	out->ctx = a;
+	out->deleter = allocator_deleter;
+	memcpy(&out->device, &device, sizeof(device));
+	out->size = size;
+	out->align = align;
+}
+
+/*
+ * The reporter is on: record the block inside a section, so that turning
+ * it off (which waits for sections) knows no thread still records with
+ * the hooks it replaced.  The hooks are read again inside: they may have
+ * gone since the caller looked.
+ */
+static void report_alloc(struct alloy_allocator *a, struct alloy_data_ptr *out)
+{
+	struct alloy__tls *t = alloy__tls_get();
+	const struct alloy__hooks *h;
+
+	if (t)
+		alloy__enter(t);
+	else
+		atomic_fetch_add(&alloy__shared_windows, 1);
+	h = alloy__hooks_now();
+	if (h) {
+		out->deleter = reported_deleter;
+		h->on_alloc(a, out);
+	}
+	if (t)
+		alloy__leave(t);
+	else
+		atomic_fetch_sub(&alloy__shared_windows, 1);
+}
+
+/*
+ * Everything off the fast path: bad arguments, a thread without a record
+ * (its first allocation), no membarrier, the reporter on, no default.
+ */
+static __attribute__((noinline, cold)) int
+alloc_default_slow(int device_type, size_t size, unsigned flags,
+		   struct alloy_data_ptr *out)
+{
+	struct alloy_allocator *a;
+	struct alloy__tls *t;
+	size_t align;
+	int rc;
+
+	if (unlikely(!out))
+		return alloy__error(-EINVAL, "alloy_alloc_default",
+				    "out is NULL");
+	if (unlikely((unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT)) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-EINVAL, "alloy_alloc_default",
+				    "unknown device type %d", device_type);
+	}
+	alloy__ensure_init();
+	align = (size_t)alloy__conf.align;
+	if (unlikely(size_unusual(size)))
+		return size_refused("alloy_alloc_default", device_type, size,
+				    align, out);
+	t = alloy__tls_get();
+	if (likely(t)) {
+		a = alloy__pick_default(t, device_type, size, false);
+	} else {
+		/* No record: the shared window and the shared totals. */
+		atomic_fetch_add(&alloy__shared_windows, 1);
+		a = atomic_load(&alloy__defaults[device_type]);
+		if (a) {
+			alloy__tcount_add_shared(a->counters + ALLOY__C_ALLOCS,
+						 1);
+			alloy__tcount_add_shared(a->counters + ALLOY__C_BYTES,
+						 (int64_t)size);
+		}
+		atomic_fetch_sub(&alloy__shared_windows, 1);
+	}
+	if (unlikely(!a)) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(
+			-ENODEV, "alloy_alloc_default",
+			"no default allocator for %s (is its module loaded?)",
+			alloy_device_type_name(device_type));
+	}
+	describe(out, a, device_type, size, align);
+	rc = alloc_call(a, alloy__error_mark_of(), flags, out);
+	if (!rc && alloy__hooks_now())
+		report_alloc(a, out);
+	return rc;
+}
+
+/* The arguments were checked by the caller (the inline wrapper). */
+int alloy__alloc_default_checked(int device_type, size_t size,
+				 struct alloy_data_ptr *out, unsigned flags)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	struct alloy_allocator *a;
+
+	if (unlikely(!t ||
+		     atomic_load_explicit(&t->slow, memory_order_relaxed)))
+		return alloc_default_slow(device_type, size, flags, out);
+	a = alloy__pick_default(t, device_type, size, true);
+	if (unlikely(!a))
+		return alloc_default_slow(device_type, size, flags, out);
+	describe(out, a, device_type, size, (size_t)alloy__conf.align);
+	return alloc_call(a, &t->error_mark, flags, out);
+}
+
+int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
+			 struct alloy_data_ptr *out)
+{
+	if (unlikely(!out || (unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT ||
+		     size_unusual(size)))
+		return alloc_default_slow(device_type, size, flags, out);
+	return alloy__alloc_default_checked(device_type, size, out, flags);
 }
 
 int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 		unsigned flags, struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t;
+	_Atomic int64_t *c;
 	int rc;
 
 	if (unlikely(!out))
@@ -167,66 +350,51 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 		return alloy__error(-EINVAL, __func__,
 				    "alignment %zu is not a power of two",
 				    align);
+	} else if (unlikely(align > ALLOY_ALIGN_MAX)) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-EINVAL, __func__,
+				    "alignment %zu is larger than %zu", align,
+				    ALLOY_ALIGN_MAX);
 	} else if (align < sizeof(void *)) {
 		align = sizeof(void *);
 	}
+	if (unlikely(size_unusual(size)))
+		return size_refused(__func__, a->ops.device_type, size, align,
+				    out);
 	t = alloy__tls_get();
-	if (unlikely(!t))
-		return no_thread_state(__func__, out);
-	alloy__enter(t);
-	rc = alloc_entered(t, a, size, align, flags, out);
-	alloy__leave(t);
-	return rc;
-}
-
-int alloy_alloc_default(int device_type, size_t size, unsigned flags,
-			struct alloy_data_ptr *out)
-{
-	struct alloy_allocator *a;
-	struct alloy__tls *t;
-	int rc;
-
-	if (unlikely(!out))
-		return alloy__error(-EINVAL, __func__, "out is NULL");
-	if (unlikely((unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT)) {
+	if (unlikely(!t)) {
 		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, __func__, "unknown device type %d",
-				    device_type);
+		return alloy__error(-ENOMEM, __func__,
+				    "no memory for this thread's accounting");
 	}
-	alloy__ensure_init();
-	t = alloy__tls_get();
-	if (unlikely(!t))
-		return no_thread_state(__func__, out);
 	/*
-	 * Read the default inside the section: an unregister that races
-	 * with a swap then waits for us, so the allocator we read stays
-	 * usable until we have counted our block.
+	 * Count first, then look at the state: an unregister marks the
+	 * allocator dying before it drains the windows and reads the
+	 * counts, so either it sees this block or this sees it dying.
 	 */
-	alloy__enter(t);
-	a = atomic_load_explicit(&alloy__defaults[device_type],
-				 memory_order_acquire);
-	if (likely(a)) {
-		/* The configured alignment was validated when parsed. */
-		rc = alloc_entered(t, a, size, (size_t)alloy__conf.align, flags,
-				   out);
-	} else {
+	c = alloy__acct(t, a);
+	alloy__window_open(t);
+	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
+	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
+	alloy__window_close(t);
+	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
+		     ALLOC_LIVE)) {
+		alloy__uncount_alloc(a, size);
 		*out = ALLOY_DATA_PTR_INIT;
-		rc = alloy__error(
-			-ENODEV, __func__,
-			"no default allocator for %s (is its module loaded?)",
-			alloy_device_type_name(device_type));
+		return alloy__error(-ENODEV, __func__,
+				    "allocator \"%s\" is being unregistered",
+				    a->name);
 	}
-	alloy__leave(t);
+	describe(out, a, a->ops.device_type, size, align);
+	rc = alloc_call(a, &t->error_mark, flags, out);
+	if (!rc && unlikely(alloy__hooks_now()))
+		report_alloc(a, out);
 	return rc;
 }
 
-void alloy_data_ptr_free(struct alloy_data_ptr *dp)
+void(alloy_data_ptr_free)(struct alloy_data_ptr *dp)
 {
-	if (!dp)
-		return;
-	if (dp->deleter)
-		dp->deleter(dp);
-	*dp = ALLOY_DATA_PTR_INIT;
+	alloy_data_ptr_free(dp);
 }
 
 static bool made_by_registry(const struct alloy_data_ptr *dp)
@@ -255,11 +423,9 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 		      "empty DataPtr has no allocator to grow from");
 	if (a->ops.realloc && new_size > 0 &&
 	    new_size <= (size_t)PTRDIFF_MAX - dp->align) {
-		const struct alloy__hooks *h =
-			dp->deleter == reported_deleter
-				? atomic_load_explicit(&hooks,
-						       memory_order_acquire)
-				: NULL;
+		const struct alloy__hooks *h = dp->deleter == reported_deleter
+						       ? alloy__hooks_now()
+						       : NULL;
 		void *p;
 
 		/* The reporter sees the old block go and the new one come. */
@@ -343,7 +509,7 @@ long long alloy_allocator_live_blocks(const struct alloy_allocator *a)
 
 long long alloy_allocator_live_bytes(const struct alloy_allocator *a)
 {
-	return a ? alloy__tcount_sum(a->counters + ALLOY__C_BYTES) : 0;
+	return a ? live_bytes(a) : 0;
 }
 
 const struct alloy_allocator_ops *
@@ -404,8 +570,7 @@ int alloy_allocator_stats(struct alloy_allocator *a,
 	/* What the registry itself knows; the allocator may refine it. */
 	mine.size = sizeof(mine);
 	mine.version = ALLOY_STATS_VERSION;
-	mine.allocated =
-		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_BYTES);
+	mine.allocated = (uint64_t)live_bytes(a);
 	mine.reserved = mine.allocated;
 	mine.num_allocs =
 		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS);

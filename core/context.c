@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "arena.h"
 
 struct context {
 	struct alloy_context_ops ops;
@@ -30,6 +31,16 @@ static struct context *get(int type)
 	if ((unsigned)type >= ALLOY_DEVICE_TYPE_COUNT)
 		return NULL;
 	return atomic_load_explicit(&contexts[type], memory_order_acquire);
+}
+
+void alloy__context_fork_lock(void)
+{
+	pthread_mutex_lock(&context_lock);
+}
+
+void alloy__context_fork_unlock(void)
+{
+	pthread_mutex_unlock(&context_lock);
 }
 
 int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
@@ -55,7 +66,7 @@ int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
 		      "context \"%s\": new_bytes and copy_bytes are required",
 		      ops->name ? ops->name : "(null)");
 
-	c = calloc(1, sizeof(*c));
+	c = alloy__arena_alloc(sizeof(*c));
 	ALLOY_ENFORCE(c, -ENOMEM, "no memory for a context");
 	n = ops->struct_size < sizeof(c->ops) ? ops->struct_size
 					      : sizeof(c->ops);
@@ -65,7 +76,7 @@ int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
 	pthread_mutex_lock(&context_lock);
 	if (get(ops->device_type)) {
 		pthread_mutex_unlock(&context_lock);
-		free(c);
+		alloy__arena_free(c, sizeof(*c));
 		return alloy__error(-EEXIST, __func__,
 				    "device type %s already has a context",
 				    alloy_device_type_name(ops->device_type));

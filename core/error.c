@@ -10,7 +10,7 @@
 #define ERRMSG_MAX 512
 
 static __thread char last_error[ERRMSG_MAX];
-__thread unsigned alloy__error_seq __attribute__((tls_model("initial-exec")));
+__thread unsigned alloy__error_mark __attribute__((tls_model("initial-exec")));
 
 const char *alloy_last_error(void)
 {
@@ -32,8 +32,15 @@ int alloy__verror(int err, const char *func, const char *fmt, va_list ap)
 	 */
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	snprintf(last_error, sizeof(last_error), "%.60s: %s", func, msg);
-	alloy__error_seq++;
+	++*alloy__error_mark_of();
 	return err;
+}
+
+unsigned *alloy__error_mark_of(void)
+{
+	struct alloy__tls *t = alloy__tls_self;
+
+	return t ? &t->error_mark : &alloy__error_mark;
 }
 
 int alloy__error(int err, const char *func, const char *fmt, ...)

@@ -39,6 +39,7 @@ static void init_once_fn(void)
 		atomic_load_explicit(&composer, memory_order_acquire);
 
 	initialising = true;
+	alloy__fork_setup();
 	alloy__conf_parse(getenv("ALLOY_CONF"), &alloy__conf);
 	if (alloy__registry_init())
 		fprintf(stderr, "alloy: initialisation: %s\n",

@@ -36,9 +36,16 @@ ALLOY_HIDDEN int alloy__error(int err, const char *func, const char *fmt, ...)
 ALLOY_HIDDEN int alloy__verror(int err, const char *func, const char *fmt,
 			       va_list ap);
 
-/* Bumped by every alloy__error on this thread: "did a callee explain?" */
-extern ALLOY_HIDDEN __thread unsigned alloy__error_seq
+/*
+ * Bumped by every alloy__error on this thread (in the thread's record
+ * when it has one, struct alloy__tls's error_mark, else here).  The
+ * allocation path sets it to 0 before it calls an allocator: non-zero
+ * after a failure means the allocator explained it (its message is then
+ * kept).  alloy__error_mark_of() finds the right one.
+ */
+extern ALLOY_HIDDEN __thread unsigned alloy__error_mark
 	__attribute__((tls_model("initial-exec")));
+ALLOY_HIDDEN unsigned *alloy__error_mark_of(void);
 
 /* Return err from the enclosing function unless cond holds. */
 #define ALLOY_ENFORCE(cond, err, ...)                                      \
@@ -75,7 +82,7 @@ static inline void alloy__ensure_init(void)
 		alloy__init_slow();
 }
 
-/* ---- thread-sharded counters and quiescence (core/tcount.c) ------- */
+/* ---- per-thread records: counters, windows, sections (core/tcount.c) */
 
 /*
  * Counters kept per thread and summed on read, so that the allocation
@@ -85,24 +92,85 @@ static inline void alloy__ensure_init(void)
 #define ALLOY__TCOUNT_SLOTS 1024
 
 struct alloy__tls {
-	atomic_uint_fast64_t seq; /* odd while inside alloy__enter/leave */
+	/*
+	 * 1 while this thread reads a device's default and counts its
+	 * block there (core/alloc.c): alloy__wait_windows() waits for it.
+	 */
+	_Atomic int window;
+	/* This thread's copy of alloy__slow_mask (one compare to test). */
+	_Atomic unsigned slow;
+	/* alloy__error_mark for a thread with a record (core/error.c). */
+	unsigned error_mark;
 	unsigned depth;		  /* nesting of enter/leave */
+	atomic_uint_fast64_t seq; /* odd while inside alloy__enter/leave */
 	struct alloy__tls *next;
 	struct alloy__tls *prev;
+	void *owner; /* the owner labels of this thread (core/owner.c) */
+	/* Written only by this thread (alloy__count_add), read by all. */
 	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
 };
 
 extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
-ALLOY_HIDDEN struct alloy__tls *alloy__tls_create(void);
 extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
 
-/* This thread's record, made on first use; NULL only when out of memory. */
+/*
+ * What sends an allocation off the fast path, in one word so that the
+ * fast path tests it once: the allocation side must fence for itself (no
+ * membarrier), or the reporter's hooks are installed.  Both are rare.
+ */
+enum { ALLOY__SLOW_FENCE = 1, ALLOY__SLOW_HOOKS = 2 };
+extern ALLOY_HIDDEN _Atomic unsigned alloy__slow_mask;
+
+/*
+ * Set or clear bits of the slow mask; every thread's record gets the new
+ * value too (a thread may act on the old one for a moment, as it may on
+ * any relaxed read).
+ */
+ALLOY_HIDDEN void alloy__slow_mask_set(unsigned bits, bool on);
+
+/*
+ * This thread's record, made on first use.  NULL when there is no memory
+ * for one, and for a thread whose record was already given back at its
+ * exit (a destructor that runs later and frees memory): callers then use
+ * the shared totals.
+ */
+ALLOY_HIDDEN struct alloy__tls *alloy__tls_create(void);
+
 static inline struct alloy__tls *alloy__tls_get(void)
 {
 	struct alloy__tls *t = alloy__tls_self;
 
 	return likely(t) ? t : alloy__tls_create();
+}
+
+/*
+ * Add v to one of this thread's own counters.  Only this thread writes
+ * it, so no atomic read-modify-write is needed, only a single store that
+ * readers cannot see half-done: on x86-64 one add to memory (as the
+ * kernel's this_cpu_add), elsewhere a relaxed load and store.
+ */
+static inline void alloy__count_add(_Atomic int64_t *c, int64_t v)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	__asm__("addq %1, %0" : "+m"(*(int64_t *)c) : "er"(v));
+#else
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+#endif
+}
+
+/* Subtract v from one of this thread's own counters (as above). */
+static inline void alloy__count_sub(_Atomic int64_t *c, int64_t v)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	__asm__("subq %1, %0" : "+m"(*(int64_t *)c) : "er"(v));
+#else
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) - v,
+			      memory_order_relaxed);
+#endif
 }
 
 /* Add to the retired totals directly (a thread without a record). */
@@ -118,11 +186,7 @@ static inline void alloy__tcount_add(struct alloy__tls *t, int slot,
 		alloy__tcount_add_shared(slot, delta);
 		return;
 	}
-	/* Only this thread writes its own slots: no atomic read-modify-write.
-	 */
-	int64_t v = atomic_load_explicit(&t->count[slot], memory_order_relaxed);
-
-	atomic_store_explicit(&t->count[slot], v + delta, memory_order_relaxed);
+	alloy__count_add(&t->count[slot], delta);
 }
 
 /* The sum over all threads, living and exited. */
@@ -131,11 +195,49 @@ ALLOY_HIDDEN int64_t alloy__tcount_sum(int slot);
 ALLOY_HIDDEN void alloy__tcount_zero(int slot);
 
 /*
- * A thread inside enter/leave may be using an allocator it looked up;
- * alloy__synchronize() returns once every thread that was inside such a
- * section when it was called has left it (a grace period, as in RCU).
- * The fast path pays two plain stores: the slow side issues membarrier()
+ * A thread without a record (see alloy__tls_get) opens its window on a
+ * shared count instead; alloy__wait_windows() waits for that too.
+ */
+extern ALLOY_HIDDEN _Atomic int alloy__shared_windows;
+
+/*
+ * Windows: the allocation fast path marks the few instructions in which
+ * it reads a device's default and counts a block there.  Once
+ * alloy__wait_windows() returns, every thread either counted its block
+ * (an unregister then sees it live) or will read the default anew.  The
+ * fast side pays two plain stores: the waiting side issues membarrier(),
  * so the fast side needs no fence of its own where the kernel has it.
+ */
+static inline void alloy__window_open(struct alloy__tls *t)
+{
+	atomic_store_explicit(&t->window, 1, memory_order_relaxed);
+	if (unlikely(atomic_load_explicit(&alloy__need_fence,
+					  memory_order_relaxed)))
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The same where alloy__slow_mask was seen 0: membarrier is there. */
+static inline void alloy__window_open_fast(struct alloy__tls *t)
+{
+	atomic_store_explicit(&t->window, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void alloy__window_close(struct alloy__tls *t)
+{
+	/* Release: the count is seen before the window is seen closed. */
+	atomic_store_explicit(&t->window, 0, memory_order_release);
+}
+
+ALLOY_HIDDEN void alloy__wait_windows(void);
+
+/*
+ * Sections, for the paths that call the reporter's hooks: a thread inside
+ * enter/leave may be using hooks it looked up; alloy__synchronize()
+ * returns once every thread that was inside such a section when it was
+ * called has left it (a grace period, as in RCU).
  */
 static inline void alloy__enter(struct alloy__tls *t)
 {
@@ -164,6 +266,22 @@ static inline void alloy__leave(struct alloy__tls *t)
 
 ALLOY_HIDDEN void alloy__synchronize(void);
 
+/*
+ * fork(): core's locks are held across it, in the order they nest
+ * (core/fork.c): plugins, registry, contexts, records, arena.
+ */
+ALLOY_HIDDEN void alloy__fork_setup(void);
+ALLOY_HIDDEN void alloy__plugin_fork_lock(void);
+ALLOY_HIDDEN void alloy__plugin_fork_unlock(void);
+ALLOY_HIDDEN void alloy__registry_fork_lock(void);
+ALLOY_HIDDEN void alloy__registry_fork_unlock(void);
+ALLOY_HIDDEN void alloy__context_fork_lock(void);
+ALLOY_HIDDEN void alloy__context_fork_unlock(void);
+/* The records' lock; the child keeps only its own record. */
+ALLOY_HIDDEN void alloy__tls_fork_prepare(void);
+ALLOY_HIDDEN void alloy__tls_fork_parent(void);
+ALLOY_HIDDEN void alloy__tls_fork_child(void);
+
 /* ---- registry internals (core/registry.c) ------------------------- */
 
 enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING };
@@ -186,6 +304,8 @@ struct alloy_allocator {
 	atomic_int holds; /* users besides its blocks: unregister is -EBUSY */
 	int index;	  /* position in the table */
 	int counters;	  /* first tcount slot */
+	/* Byte offset of those slots in a struct alloy__tls (core/acct.h). */
+	ptrdiff_t acct_offset;
 	unsigned long serial; /* registration order */
 	uint64_t name_hash;   /* FNV-1a of name: the reporter's key */
 	char name[ALLOY_NAME_MAX + 1];
@@ -194,6 +314,10 @@ struct alloy_allocator {
 
 extern ALLOY_HIDDEN _Atomic(struct alloy_allocator *)
 	alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
+
+/* The table, indexed by struct alloy_allocator's index (never freed). */
+extern ALLOY_HIDDEN struct alloy_allocator
+	alloy__allocators[ALLOY_MAX_ALLOCATORS];
 
 /* Reserve the counters of every table entry; called once by init. */
 ALLOY_HIDDEN int alloy__registry_init(void);

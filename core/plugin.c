@@ -75,6 +75,16 @@ static struct plugin *find_path_locked(const char *path)
 	return NULL;
 }
 
+void alloy__plugin_fork_lock(void)
+{
+	pthread_mutex_lock(&plugin_lock);
+}
+
+void alloy__plugin_fork_unlock(void)
+{
+	pthread_mutex_unlock(&plugin_lock);
+}
+
 bool alloy__plugin_loaded(const char *path)
 {
 	bool found;

@@ -18,7 +18,8 @@
 #include "conf.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct alloy_allocator table[ALLOY_MAX_ALLOCATORS];
+struct alloy_allocator alloy__allocators[ALLOY_MAX_ALLOCATORS];
+#define table alloy__allocators
 static unsigned long next_serial = 1;
 _Atomic(struct alloy_allocator *) alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
 #define defaults alloy__defaults
@@ -227,9 +228,13 @@ int alloy_unregister_allocator(const char *name)
 			"allocator \"%s\" is in use by %d wrapper%s (its inner); give them another inner first",
 			name, holds, holds == 1 ? "" : "s");
 	}
-	/* New allocations see DYING and refuse; wait out those in flight. */
+	/*
+	 * alloy_alloc with a's handle now sees DYING and refuses; after
+	 * the windows drain, no thread can still pick a as a default
+	 * without having counted its block (core/acct.h).
+	 */
 	atomic_store(&a->state, ALLOC_DYING);
-	alloy__synchronize();
+	alloy__wait_windows();
 	live = alloy__live_blocks(a);
 	if (live != 0) {
 		atomic_store(&a->state, ALLOC_LIVE);
@@ -351,13 +356,28 @@ int alloy_set_default_by_name(int device_type, const char *name)
 	return alloy_set_default(device_type, a);
 }
 
+void alloy__registry_fork_lock(void)
+{
+	pthread_mutex_lock(&registry_lock);
+}
+
+void alloy__registry_fork_unlock(void)
+{
+	pthread_mutex_unlock(&registry_lock);
+}
+
 int alloy__registry_init(void)
 {
 	int base = alloy__tcount_reserve(ALLOY_MAX_ALLOCATORS * ALLOY__C_COUNT);
 
 	if (base < 0)
 		return alloy__error(base, __func__, "no counter slots left");
-	for (int i = 0; i < ALLOY_MAX_ALLOCATORS; i++)
+	for (int i = 0; i < ALLOY_MAX_ALLOCATORS; i++) {
 		table[i].counters = base + i * ALLOY__C_COUNT;
+		table[i].acct_offset =
+			(ptrdiff_t)(offsetof(struct alloy__tls, count) +
+				    (size_t)table[i].counters *
+					    sizeof(_Atomic int64_t));
+	}
 	return 0;
 }

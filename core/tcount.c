@@ -1,51 +1,80 @@
 // SPDX-License-Identifier: MIT
 /*
- * core/tcount.c - counters sharded per thread, and grace periods.
+ * core/tcount.c - per-thread records: counters summed on read, the
+ * allocation windows, grace periods, and their life across thread exit
+ * and fork.
  *
- * Each thread that touches alloy gets a struct alloy__tls (lazily, on its
- * first allocation) linked into a global list.  Writers update only their
- * own copy with plain stores; readers sum every copy plus the totals of
- * threads that have exited.  The same per-thread record carries the
- * sequence number that alloy__synchronize() waits on.
+ * Each thread that touches alloy gets a struct alloy__tls (on its first
+ * allocation) from alloy's own arena, linked into a global list.  Writers
+ * update only their own copy; readers sum every copy plus the totals of
+ * threads that have exited.  The same record carries the window flag that
+ * alloy__wait_windows() waits on and the sequence number of the sections
+ * alloy__synchronize() waits on.
  */
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "arena.h"
 
 __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
+/* Set once this thread's record was given back at its exit. */
+static __thread bool tls_gone __attribute__((tls_model("initial-exec")));
 atomic_bool alloy__need_fence = true;
+_Atomic unsigned alloy__slow_mask = ALLOY__SLOW_FENCE;
 
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloy__tls *tls_head;
+
+static void slow_mask_set_locked(unsigned bits, bool on)
+{
+	unsigned m = on ? atomic_fetch_or(&alloy__slow_mask, bits) | bits
+			: atomic_fetch_and(&alloy__slow_mask, ~bits) & ~bits;
+
+	for (struct alloy__tls *t = tls_head; t; t = t->next)
+		atomic_store_explicit(&t->slow, m, memory_order_relaxed);
+}
+
+void alloy__slow_mask_set(unsigned bits, bool on)
+{
+	pthread_mutex_lock(&tls_lock);
+	slow_mask_set_locked(bits, on);
+	pthread_mutex_unlock(&tls_lock);
+}
+
+/* need_fence and its bit in the slow mask change together. */
+static void set_need_fence_locked(bool need)
+{
+	atomic_store(&alloy__need_fence, need);
+	slow_mask_set_locked(ALLOY__SLOW_FENCE, need);
+}
+_Atomic int alloy__shared_windows;
+
 static _Atomic int64_t retired[ALLOY__TCOUNT_SLOTS];
 static int slots_used;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Records are never freed: an exiting thread's counters are folded into
+ * the retired totals and its record goes on a free list for the next
+ * thread.  That keeps every record valid for the waiting functions
+ * without holding the lock while they wait.
+ */
+static struct alloy__tls *tls_free;
 
 static int membarrier(int cmd)
 {
 	return (int)syscall(__NR_membarrier, cmd, 0, 0);
 }
 
-/*
- * Records are never freed: an exiting thread's counters are folded into the
- * retired totals and its record goes on a free list for the next thread.
- * That keeps every record valid for alloy__synchronize() without holding
- * the lock while it waits.
- */
-static struct alloy__tls *tls_free;
-
-static void tls_destroy(void *arg)
+/* Fold t into the retired totals and put it on the free list; locked. */
+static void retire_locked(struct alloy__tls *t)
 {
-	struct alloy__tls *t = arg;
-
-	pthread_mutex_lock(&tls_lock);
 	for (int i = 0; i < slots_used; i++) {
 		int64_t v = atomic_load_explicit(&t->count[i],
 						 memory_order_relaxed);
@@ -59,49 +88,75 @@ static void tls_destroy(void *arg)
 		tls_head = t->next;
 	if (t->next)
 		t->next->prev = t->prev;
+	atomic_store(&t->window, 0);
+	/* An odd sequence would make alloy__synchronize wait forever. */
+	atomic_store(&t->seq, (atomic_load(&t->seq) + 1) & ~(uint_fast64_t)1);
+	t->depth = 0;
 	t->prev = NULL;
 	t->next = tls_free;
 	tls_free = t;
+}
+
+static void tls_destroy(void *arg)
+{
+	struct alloy__tls *t = arg;
+
+	pthread_mutex_lock(&tls_lock);
+	retire_locked(t);
 	pthread_mutex_unlock(&tls_lock);
 	alloy__tls_self = NULL;
+	tls_gone = true;
 }
 
 static void tls_setup(void)
 {
 	pthread_key_create(&tls_key, tls_destroy);
 	/*
-	 * With expedited private membarrier the grace-period side can force
-	 * a full barrier on every running thread of the process, so the
+	 * With expedited private membarrier the waiting side can force a
+	 * full barrier on every running thread of the process, so the
 	 * allocation side gets by with a compiler barrier.
 	 */
-	if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
-		atomic_store(&alloy__need_fence, false);
+	bool need = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0;
+
+	pthread_mutex_lock(&tls_lock);
+	set_need_fence_locked(need);
+	pthread_mutex_unlock(&tls_lock);
 }
 
 struct alloy__tls *alloy__tls_create(void)
 {
 	struct alloy__tls *t;
 
+	/* After its exit destructor: the shared totals, no new record. */
+	if (tls_gone)
+		return NULL;
 	pthread_once(&tls_once, tls_setup);
 	pthread_mutex_lock(&tls_lock);
 	t = tls_free;
 	if (t)
 		tls_free = t->next;
 	else
-		t = calloc(1, sizeof(*t));
+		t = alloy__arena_alloc(sizeof(*t));
 	if (!t) {
 		pthread_mutex_unlock(&tls_lock);
 		return NULL; /* callers fall back to the shared totals */
 	}
 	t->depth = 0;
+	t->owner = NULL;
+	atomic_store(&t->slow, atomic_load(&alloy__slow_mask));
 	t->prev = NULL;
 	t->next = tls_head;
 	if (tls_head)
 		tls_head->prev = t;
 	tls_head = t;
 	pthread_mutex_unlock(&tls_lock);
-	pthread_setspecific(tls_key, t);
+	/*
+	 * Before pthread_setspecific, which may allocate (keys past the
+	 * first 32): an allocation that comes back into alloy from there
+	 * finds this record instead of making another.
+	 */
 	alloy__tls_self = t;
+	pthread_setspecific(tls_key, t);
 	return t;
 }
 
@@ -147,42 +202,125 @@ void alloy__tcount_zero(int slot)
 	pthread_mutex_unlock(&tls_lock);
 }
 
-void alloy__synchronize(void)
+/* A full barrier on every running thread, or on this one where we must. */
+static void barrier_everywhere(void)
 {
-	enum { MAX_WAIT = 256 };
-	struct alloy__tls *busy[MAX_WAIT];
-	uint_fast64_t seen[MAX_WAIT];
-	int n;
-	bool more;
-
 	pthread_once(&tls_once, tls_setup);
 	if (atomic_load(&alloy__need_fence) ||
 	    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
 		atomic_thread_fence(memory_order_seq_cst);
+}
 
+/*
+ * Wait until each record, looked at once, is seen in the state `done`
+ * says is quiet (or changed since).  Records are never freed, so waiting
+ * without the lock is safe; at most MAX_WAIT are waited on per pass.
+ */
+static void wait_records(bool (*busy)(struct alloy__tls *t, uint_fast64_t *v),
+			 bool (*still)(struct alloy__tls *t, uint_fast64_t v))
+{
+	enum { MAX_WAIT = 256 };
+	struct alloy__tls *wait[MAX_WAIT];
+	uint_fast64_t seen[MAX_WAIT];
+	int n;
+	bool more;
+
+	barrier_everywhere();
 	do {
 		n = 0;
 		more = false;
 		pthread_mutex_lock(&tls_lock);
 		for (struct alloy__tls *t = tls_head; t; t = t->next) {
-			uint_fast64_t s = atomic_load_explicit(
-				&t->seq, memory_order_acquire);
+			uint_fast64_t v;
 
-			if (!(s & 1))
+			if (!busy(t, &v))
 				continue;
 			if (n == MAX_WAIT) {
 				more = true;
 				break;
 			}
-			busy[n] = t;
-			seen[n++] = s;
+			wait[n] = t;
+			seen[n++] = v;
 		}
 		pthread_mutex_unlock(&tls_lock);
-		/* Records are never freed, so waiting unlocked is safe. */
 		for (int i = 0; i < n; i++)
-			while (atomic_load_explicit(&busy[i]->seq,
-						    memory_order_acquire) ==
-			       seen[i])
+			while (still(wait[i], seen[i]))
 				sched_yield();
 	} while (more);
+	while (atomic_load_explicit(&alloy__shared_windows,
+				    memory_order_acquire))
+		sched_yield();
+}
+
+static bool in_section(struct alloy__tls *t, uint_fast64_t *v)
+{
+	*v = atomic_load_explicit(&t->seq, memory_order_acquire);
+	return *v & 1;
+}
+
+static bool same_section(struct alloy__tls *t, uint_fast64_t v)
+{
+	return atomic_load_explicit(&t->seq, memory_order_acquire) == v;
+}
+
+void alloy__synchronize(void)
+{
+	wait_records(in_section, same_section);
+}
+
+/*
+ * A window lasts a few instructions and never nests, so seeing it closed
+ * once is enough: a thread that opens it again reads the default anew.
+ */
+static bool in_window(struct alloy__tls *t, uint_fast64_t *v)
+{
+	*v = 1;
+	return atomic_load_explicit(&t->window, memory_order_acquire);
+}
+
+static bool window_still_open(struct alloy__tls *t, uint_fast64_t v)
+{
+	(void)v;
+	return atomic_load_explicit(&t->window, memory_order_acquire);
+}
+
+void alloy__wait_windows(void)
+{
+	wait_records(in_window, window_still_open);
+}
+
+void alloy__tls_fork_prepare(void)
+{
+	pthread_mutex_lock(&tls_lock);
+}
+
+void alloy__tls_fork_parent(void)
+{
+	pthread_mutex_unlock(&tls_lock);
+}
+
+/*
+ * In the child only the forking thread exists.  The others' records may
+ * hold an open window or an odd section that would never close: fold
+ * them into the totals (their counts describe blocks the child also has)
+ * and give them back.
+ */
+void alloy__tls_fork_child(void)
+{
+	struct alloy__tls *self = alloy__tls_self, *t, *next;
+
+	for (t = tls_head; t; t = next) {
+		next = t->next;
+		if (t != self)
+			retire_locked(t);
+	}
+	atomic_store(&alloy__shared_windows, 0);
+	/*
+	 * The expedited membarrier registration belongs to the address
+	 * space: the child has a new one and must register again, or have
+	 * its allocation side fence for itself.
+	 */
+	set_need_fence_locked(
+		membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0);
+	pthread_mutex_unlock(&tls_lock);
 }

@@ -12,6 +12,7 @@
 	X(trace)             \
 	X(conf)              \
 	X(registry)          \
+	X(plain)             \
 	X(default)           \
 	X(context)           \
 	X(plugin)            \

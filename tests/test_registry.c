@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -431,6 +432,66 @@ START_TEST(concurrent_register_swap_alloc_free)
 }
 END_TEST
 
+/*
+ * Issue 15, item 2: while the previous default is being unregistered, an
+ * allocation made through the default must be served by the default in
+ * force, never refused with "is being unregistered".
+ */
+#define UNLOAD_CYCLES 20000
+
+static atomic_bool unload_done;
+static atomic_long unload_refused;
+
+static void *allocate_through_default(void *arg)
+{
+	struct alloy_data_ptr dp;
+
+	(void)arg;
+	while (!atomic_load(&unload_done)) {
+		if (alloy_alloc_default(ALLOY_DEVICE_CPU, 64, 0, &dp)) {
+			if (atomic_fetch_add(&unload_refused, 1) == 0)
+				fprintf(stderr, "refused: %s\n",
+					alloy_last_error());
+			continue;
+		}
+		alloy_data_ptr_free(&dp);
+	}
+	return NULL;
+}
+
+START_TEST(default_served_while_previous_unregisters)
+{
+	static struct test_alloc ta;
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	struct alloy_allocator_ops ops = test_alloc_ops("t_unload");
+	pthread_t w[3];
+	long busy = 0;
+
+	for (int i = 0; i < 3; i++)
+		pthread_create(&w[i], NULL, allocate_through_default, NULL);
+	for (int i = 0; i < UNLOAD_CYCLES; i++) {
+		struct alloy_allocator *a;
+		int rc;
+
+		ck_assert_ok(alloy_register_allocator(&ops, &ta, NULL, &a));
+		ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, a));
+		ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, d));
+		/* Blocks the workers still hold make it busy: try again. */
+		while ((rc = alloy_unregister_allocator("t_unload")) == -EBUSY)
+			busy++;
+		ck_assert_msg(rc == 0, "%s", alloy_last_error());
+	}
+	atomic_store(&unload_done, true);
+	for (int i = 0; i < 3; i++)
+		pthread_join(w[i], NULL);
+	ck_assert_int_eq(atomic_load(&unload_refused), 0);
+	ck_assert_int_eq(ta.allocs, ta.frees);
+	ck_assert_int_eq(ta.bad_frees, 0);
+	ck_assert_int_eq(alloy_allocator_live_blocks(d), 0);
+	(void)busy;
+}
+END_TEST
+
 Suite *suite_registry(void)
 {
 	Suite *s = suite_create("registry");
@@ -454,6 +515,7 @@ Suite *suite_registry(void)
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, concurrent_register_swap_alloc_free);
+	tcase_add_test(tc, default_served_while_previous_unregisters);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -132,17 +132,43 @@ struct alloy_data_ptr {
 /* An empty DataPtr (ptr NULL, no deleter). */
 #define ALLOY_DATA_PTR_INIT ((struct alloy_data_ptr){ 0 })
 
+/* The largest alignment alloy_alloc takes: 2^40 (1 TiB). */
+#define ALLOY_ALIGN_MAX ((size_t)1 << 40)
+
 /*
  * Allocate size bytes aligned to align (0 = the configured default) from
- * allocator a.  On success fills *out and returns 0; otherwise returns
- * -EINVAL, -EOVERFLOW or -ENOMEM and *out is empty.  size 0 is valid and
- * yields an empty DataPtr that frees to nothing.
+ * allocator a.  On success fills *out and returns 0; otherwise *out is
+ * empty and the return is -EINVAL (NULL out or allocator, an alignment
+ * that is not a power of two or above ALLOY_ALIGN_MAX), -EOVERFLOW (size
+ * above 2^62 bytes), -ENODEV (a is being unregistered) or -ENOMEM (the
+ * allocator refused; its own reason is kept in the message).  size 0 is
+ * valid and yields an empty DataPtr that frees to nothing.
  */
 int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 		unsigned flags, struct alloy_data_ptr *out);
 
-/* Give the block back to whoever made it and empty *dp.  NULL-safe. */
+/*
+ * Give the block back to whoever made it and empty *dp: afterwards its
+ * ptr and deleter are NULL (so a second free of the same DataPtr does
+ * nothing); the other members keep their values.  NULL-safe.
+ *
+ * The call is inline: the deleter is called directly, without a call
+ * into liballoy first.  alloy_data_ptr_free is also a real function (for
+ * taking its address, and for the ABI); (alloy_data_ptr_free)(dp) calls
+ * it.
+ */
 void alloy_data_ptr_free(struct alloy_data_ptr *dp);
+
+static inline void alloy__data_ptr_free_inline(struct alloy_data_ptr *dp)
+{
+	if (dp) {
+		if (dp->deleter)
+			dp->deleter(dp);
+		dp->ptr = NULL;
+		dp->deleter = NULL;
+	}
+}
+#define alloy_data_ptr_free(dp) alloy__data_ptr_free_inline(dp)
 
 /*
  * Resize a block made by alloy_alloc, keeping its contents, through the

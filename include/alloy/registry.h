@@ -70,10 +70,43 @@ int alloy_set_default_by_name(int device_type, const char *name);
 
 /*
  * Allocate size bytes from the default allocator of a device type at this
- * moment, with the configured default alignment.
+ * moment, with the configured default alignment.  Returns 0 and fills
+ * *out, or a negative code with *out empty: -EINVAL (NULL out, unknown
+ * device type), -EOVERFLOW (size above 2^62), -ENODEV (the device has no
+ * default: its module is not loaded), -ENOMEM (the allocator refused).
+ * size 0 gives an empty DataPtr.
+ *
+ * The call is wrapped inline: the arguments are checked in the caller,
+ * where constant or known-good ones cost nothing, and the checked call
+ * goes straight to the fast path.  (alloy_alloc_default)(...) calls the
+ * function itself, which checks them again.
  */
 int alloy_alloc_default(int device_type, size_t size, unsigned flags,
 			struct alloy_data_ptr *out);
+
+/*
+ * The fast path for arguments known good: not for direct use.  Its
+ * parameters are in the order that leaves size and flags where the
+ * allocator's alloc op takes them.
+ */
+int alloy__alloc_default_checked(int device_type, size_t size,
+				 struct alloy_data_ptr *out, unsigned flags);
+
+static inline int alloy__alloc_default_inline(int device_type, size_t size,
+					      unsigned flags,
+					      struct alloy_data_ptr *out)
+{
+	if (__builtin_expect(out != NULL &&
+				     (unsigned)device_type <
+					     ALLOY_DEVICE_TYPE_COUNT &&
+				     size - 1 < ((size_t)1 << 62),
+			     1))
+		return alloy__alloc_default_checked(device_type, size, out,
+						    flags);
+	return (alloy_alloc_default)(device_type, size, flags, out);
+}
+#define alloy_alloc_default(device_type, size, flags, out) \
+	alloy__alloc_default_inline(device_type, size, flags, out)
 
 #ifdef __cplusplus
 }

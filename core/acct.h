@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/acct.h - the pieces of the allocation fast path that the DataPtr
+ * path (core/alloc.c) and the plain-pointer path (core/plain.c) share:
+ * picking a device's default and counting a block on it.
+ *
+ * The protocol that keeps unregistering safe without a lock or a grace
+ * section on this path (docs/ARCHITECTURE.md, "Why unregistering is
+ * safe"): a block is counted on its allocator *before* the allocator's
+ * code runs and uncounted only after it returned; the default is read and
+ * the block counted inside a window that alloy__wait_windows() drains.
+ * An unregister first makes sure the allocator is no default and marks it
+ * dying, then drains the windows, then reads the live count: every thread
+ * either counted its block on it (the count is seen: -EBUSY) or will read
+ * another default.
+ */
+#ifndef ALLOY_CORE_ACCT_H
+#define ALLOY_CORE_ACCT_H
+
+#include "core/internal.h"
+
+/* This thread's counters of allocator a (slots ALLOY__C_*). */
+static inline _Atomic int64_t *alloy__acct(struct alloy__tls *t,
+					   const struct alloy_allocator *a)
+{
+	return (_Atomic int64_t *)((char *)t + a->acct_offset);
+}
+
+/*
+ * The default of device_type, with one allocation of size bytes counted
+ * on it in this thread's counters.  NULL when the device has no default.
+ * `fast`: alloy__slow_mask was seen 0, so no fence is needed here.
+ */
+static inline __attribute__((always_inline)) struct alloy_allocator *
+alloy__pick_default(struct alloy__tls *t, int device_type, size_t size,
+		    bool fast)
+{
+	struct alloy_allocator *a;
+
+	if (fast)
+		alloy__window_open_fast(t);
+	else
+		alloy__window_open(t);
+	a = atomic_load_explicit(&alloy__defaults[device_type],
+				 memory_order_acquire);
+	if (likely(a)) {
+		_Atomic int64_t *c = alloy__acct(t, a);
+
+		alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
+		alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
+	}
+	alloy__window_close(t);
+	return a;
+}
+
+/* Take back an allocation of size bytes counted on a that did not happen. */
+ALLOY_HIDDEN void alloy__uncount_alloc(struct alloy_allocator *a, size_t size);
+
+/* The free of a thread that has no record (yet, or any more). */
+ALLOY_HIDDEN void alloy__count_free_slow(struct alloy_allocator *a,
+					 size_t size);
+
+/* Count a's block of size bytes freed, from whichever thread frees it. */
+static inline void alloy__count_free(struct alloy_allocator *a, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	_Atomic int64_t *c;
+
+	if (unlikely(!t)) {
+		alloy__count_free_slow(a, size);
+		return;
+	}
+	c = alloy__acct(t, a);
+	alloy__count_add(&c[ALLOY__C_FREES], 1);
+	alloy__count_sub(&c[ALLOY__C_BYTES], (int64_t)size);
+}
+
+/* The hooks of the moment (the reporter), or NULL. */
+ALLOY_HIDDEN const struct alloy__hooks *alloy__hooks_now(void);
+
+#endif /* ALLOY_CORE_ACCT_H */

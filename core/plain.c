@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core/plain.c - the plain-pointer API: alloy_malloc, alloy_free(ptr) and
+ * the rest of the malloc family on a device's default allocator.
+ *
+ * A caller that keeps only a pointer cannot hand back the allocator, size
+ * and alignment that a sized free needs, so each block carries them in a
+ * 16-byte header just before the pointer (docs/ARCHITECTURE.md, "The
+ * plain-pointer API", says why a header and not a table):
+ *
+ *   allocator's block: [ ... padding ... | header | user bytes ... ]
+ *                      ^ base             ^ user - 16  ^ user = base + off
+ *
+ * off is the alignment of the block (16 at least), so the user pointer
+ * has that alignment and the header fits just before it.  The check word
+ * ties the header to its address: a pointer alloy did not make, a block
+ * freed already (its check is cleared at free) or a header overwritten by
+ * a buffer underrun fails it, and nothing is handed to an allocator.
+ *
+ * Accounting and the reporter see the size the caller asked for.  The
+ * allocation takes the same path as alloy_alloc_default: pick the default
+ * and count the block in a window, then call the allocator.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <alloy/malloc.h>
+
+#include "internal.h"
+#include "acct.h"
+#include "conf.h"
+
+#define HDR_MAGIC 0xa110c8edu
+
+struct plain_hdr {
+	uint64_t size;	/* bytes asked for */
+	uint32_t check; /* see hdr_check(); 0 once freed */
+	uint16_t index; /* the allocator's slot in the table */
+	uint8_t shift;	/* off = 1 << shift: user - base, the alignment */
+	uint8_t flags;	/* PLAIN_REPORTED */
+};
+
+_Static_assert(sizeof(struct plain_hdr) == ALLOY_PLAIN_ALIGN,
+	       "the header fills the 16 bytes before the user pointer");
+_Static_assert(ALLOY_MAX_ALLOCATORS <= 65536, "index fits 16 bits");
+
+enum { PLAIN_REPORTED = 1 };
+
+#define MIN_SHIFT 4 /* 16 */
+/* The largest size: 2^62 bytes, as for DataPtrs, header and all. */
+#define PLAIN_SIZE_MAX (((size_t)1 << 62) - ALLOY_ALIGN_MAX)
+
+static _Atomic unsigned long long bad_frees;
+
+static inline struct plain_hdr *hdr_of(const void *user)
+{
+	return (struct plain_hdr *)user - 1;
+}
+
+static inline uint32_t hdr_check(const void *user, const struct plain_hdr *h)
+{
+	uint64_t a = (uint64_t)(uintptr_t)user >> MIN_SHIFT;
+
+	return HDR_MAGIC ^ (uint32_t)a ^ (uint32_t)(a >> 32) ^
+	       ((uint32_t)h->index << 8) ^ h->shift ^
+	       ((uint32_t)h->flags << 24);
+}
+
+/* The allocator of a live plain block, or NULL. */
+static inline struct alloy_allocator *owner_of(const void *user,
+					       const struct plain_hdr *h)
+{
+	if (unlikely(h->check != hdr_check(user, h) ||
+		     h->index >= ALLOY_MAX_ALLOCATORS || h->shift < MIN_SHIFT ||
+		     h->shift > 40))
+		return NULL;
+	return &alloy__allocators[h->index];
+}
+
+static void *fail(int err, const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void *fail(int err, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	alloy__verror(-err, func, fmt, ap);
+	va_end(ap);
+	errno = err;
+	return NULL;
+}
+
+/* Write the header of a block of a at base and return the user pointer. */
+static inline void *finish(struct alloy_allocator *a, void *base, size_t size,
+			   unsigned shift, unsigned flags)
+{
+	void *user = (char *)base + ((size_t)1 << shift);
+	struct plain_hdr *h = hdr_of(user);
+
+	h->size = size;
+	h->index = (uint16_t)a->index;
+	h->shift = (uint8_t)shift;
+	h->flags = (uint8_t)flags;
+	h->check = hdr_check(user, h);
+	return user;
+}
+
+/* The reporter is on: tell it, inside a section (as core/alloc.c does). */
+static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
+			 size_t size, size_t align)
+{
+	struct alloy__tls *t = alloy__tls_get();
+	const struct alloy__hooks *h;
+	struct alloy_data_ptr dp = {
+		.ptr = user,
+		.ctx = a,
+		.device = { .type = (int16_t)device_type },
+		.size = size,
+		.align = align,
+	};
+
+	if (t)
+		alloy__enter(t);
+	h = alloy__hooks_now();
+	if (h) {
+		h->on_alloc(a, &dp);
+		/* The flag is part of the check word: write both. */
+		hdr_of(user)->flags |= PLAIN_REPORTED;
+		hdr_of(user)->check = hdr_check(user, hdr_of(user));
+	}
+	if (t)
+		alloy__leave(t);
+}
+
+/*
+ * Allocate from a, on which size bytes are already counted: the
+ * allocator's block is size + off bytes aligned to off.
+ */
+static void *alloc_from(struct alloy_allocator *a, int device_type, size_t size,
+			unsigned shift, unsigned flags, const char *func)
+{
+	size_t off = (size_t)1 << shift;
+	bool explained;
+	void *base;
+
+	*alloy__error_mark_of() = 0;
+	base = a->ops.alloc(a->ctx, size + off, off, flags);
+	if (likely(base)) {
+		void *user = finish(a, base, size, shift, 0);
+
+		if (unlikely(alloy__hooks_now()))
+			report_alloc(a, device_type, user, size, off);
+		return user;
+	}
+	explained = *alloy__error_mark_of() != 0;
+	alloy__uncount_alloc(a, size);
+	return fail(
+		ENOMEM, func,
+		"allocator \"%s\" could not allocate %zu bytes (alignment %zu)%s%s",
+		a->name, size, off, explained ? ": " : "",
+		explained ? alloy_last_error() : "");
+}
+
+/*
+ * Allocate from a given allocator (not the default): count first, then
+ * look at its state, as alloy_alloc does (core/alloc.c), so an
+ * unregister either sees this block or this sees it dying.  NULL with no
+ * message when it is dying: the caller goes to the default instead.
+ */
+static void *alloc_on(struct alloy_allocator *a, size_t size, unsigned shift,
+		      const char *func)
+{
+	struct alloy__tls *t = alloy__tls_get();
+	_Atomic int64_t *c;
+
+	if (!t)
+		return NULL;
+	c = alloy__acct(t, a);
+	alloy__window_open(t);
+	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
+	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
+	alloy__window_close(t);
+	if (atomic_load_explicit(&a->state, memory_order_relaxed) !=
+	    ALLOC_LIVE) {
+		alloy__uncount_alloc(a, size);
+		return NULL;
+	}
+	return alloc_from(a, a->ops.device_type, size, shift, 0, func);
+}
+
+/* The log2 of an alignment already checked to be a power of two. */
+static inline unsigned shift_of(size_t align)
+{
+	return align <= ALLOY_PLAIN_ALIGN ? MIN_SHIFT
+					  : (unsigned)__builtin_ctzl(align);
+}
+
+static bool host_device(int device_type)
+{
+	return device_type == ALLOY_DEVICE_CPU ||
+	       device_type == ALLOY_DEVICE_CUDA_HOST;
+}
+
+/*
+ * Everything but the common case: bad arguments, a thread without a
+ * record, the reporter on, no membarrier, no default.
+ */
+static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
+						  size_t align, unsigned flags,
+						  const char *func)
+{
+	struct alloy_allocator *a;
+	struct alloy__tls *t;
+
+	if (!host_device(device_type))
+		return fail(
+			EINVAL, func,
+			"device type %d: plain blocks live in host memory (cpu or cuda_host)",
+			device_type);
+	if (align && (align & (align - 1)))
+		return fail(EINVAL, func, "alignment %zu is not a power of two",
+			    align);
+	if (align > ALLOY_ALIGN_MAX)
+		return fail(EINVAL, func, "alignment %zu is larger than %zu",
+			    align, ALLOY_ALIGN_MAX);
+	if (size > PLAIN_SIZE_MAX)
+		return fail(
+			ENOMEM, func,
+			"size %zu exceeds the largest block alloy makes (%zu bytes)",
+			size, PLAIN_SIZE_MAX);
+	alloy__ensure_init();
+	t = alloy__tls_get();
+	if (t) {
+		a = alloy__pick_default(t, device_type, size, false);
+	} else {
+		atomic_fetch_add(&alloy__shared_windows, 1);
+		a = atomic_load(&alloy__defaults[device_type]);
+		if (a) {
+			alloy__tcount_add_shared(a->counters + ALLOY__C_ALLOCS,
+						 1);
+			alloy__tcount_add_shared(a->counters + ALLOY__C_BYTES,
+						 (int64_t)size);
+		}
+		atomic_fetch_sub(&alloy__shared_windows, 1);
+	}
+	if (!a)
+		return fail(
+			ENODEV, func,
+			"no default allocator for %s (is its module loaded?)",
+			alloy_device_type_name(device_type));
+	return alloc_from(a, device_type, size, shift_of(align), flags, func);
+}
+
+static inline __attribute__((always_inline)) void *
+plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
+	    const char *func)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	struct alloy_allocator *a;
+
+	if (unlikely(!t || size > PLAIN_SIZE_MAX ||
+		     atomic_load_explicit(&t->slow, memory_order_relaxed)))
+		return plain_slow(device_type, size, align, flags, func);
+	a = alloy__pick_default(t, device_type, size, true);
+	if (unlikely(!a))
+		return plain_slow(device_type, size, align, flags, func);
+	return alloc_from(a, device_type, size, shift_of(align), flags, func);
+}
+
+void *alloy_malloc(size_t size)
+{
+	return plain_alloc(ALLOY_DEVICE_CPU, size, 0, 0, __func__);
+}
+
+void *alloy_calloc(size_t nmemb, size_t size)
+{
+	size_t n;
+
+	if (unlikely(__builtin_mul_overflow(nmemb, size, &n)))
+		return fail(ENOMEM, __func__,
+			    "%zu x %zu bytes overflows the size type", nmemb,
+			    size);
+	return plain_alloc(ALLOY_DEVICE_CPU, n, 0, ALLOY_ALLOC_ZERO, __func__);
+}
+
+void *alloy_aligned_alloc(size_t alignment, size_t size)
+{
+	if (unlikely(!alignment || (alignment & (alignment - 1)) ||
+		     alignment > ALLOY_ALIGN_MAX))
+		return fail(EINVAL, __func__,
+			    "alignment %zu is not a power of two up to %zu",
+			    alignment, ALLOY_ALIGN_MAX);
+	return plain_alloc(ALLOY_DEVICE_CPU, size, alignment, 0, __func__);
+}
+
+int alloy_posix_memalign(void **out, size_t alignment, size_t size)
+{
+	int saved = errno;
+	void *p;
+
+	if (!out || !alignment || (alignment & (alignment - 1)) ||
+	    alignment % sizeof(void *) || alignment > ALLOY_ALIGN_MAX) {
+		alloy__error(
+			-EINVAL, __func__,
+			"alignment %zu is not a power of two multiple of %zu up to %zu%s",
+			alignment, sizeof(void *), ALLOY_ALIGN_MAX,
+			out ? "" : " (or out is NULL)");
+		return EINVAL;
+	}
+	p = plain_alloc(ALLOY_DEVICE_CPU, size, alignment, 0, __func__);
+	if (!p) {
+		int err = errno;
+
+		errno = saved; /* posix_memalign reports, it does not set */
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+void *alloy_malloc_on(int device_type, size_t size, size_t alignment,
+		      unsigned flags)
+{
+	return plain_slow(device_type, size, alignment, flags, __func__);
+}
+
+/* Not a live plain block: say so once, count it, touch nothing. */
+static __attribute__((noinline, cold)) void bad_free(const void *ptr)
+{
+	if (atomic_fetch_add(&bad_frees, 1) == 0)
+		fprintf(stderr,
+			"alloy: alloy_free(%p): not a block of alloy's plain-pointer API, or freed already; ignored (later ones are counted, not shown)\n",
+			ptr);
+	alloy__error(-EINVAL, "alloy_free",
+		     "%p is not a live block of the plain-pointer API", ptr);
+}
+
+static void report_free(struct alloy_allocator *a, void *user,
+			const struct plain_hdr *h)
+{
+	const struct alloy__hooks *hooks = alloy__hooks_now();
+	struct alloy_data_ptr dp = {
+		.ptr = user,
+		.ctx = a,
+		.device = { .type = (int16_t)a->ops.device_type },
+		.size = h->size,
+		.align = (size_t)1 << h->shift,
+	};
+
+	if (hooks)
+		hooks->on_free(a, &dp);
+}
+
+void alloy_free(void *ptr)
+{
+	struct plain_hdr *h;
+	struct alloy_allocator *a;
+	size_t size, off;
+
+	if (!ptr)
+		return;
+	h = hdr_of(ptr);
+	a = owner_of(ptr, h);
+	if (unlikely(!a)) {
+		bad_free(ptr);
+		return;
+	}
+	size = h->size;
+	off = (size_t)1 << h->shift;
+	if (unlikely(h->flags & PLAIN_REPORTED))
+		report_free(a, ptr, h);
+	h->check = 0; /* a second free of this block fails the check */
+	a->ops.free(a->ctx, (char *)ptr - off, size + off, off);
+	/* After the free, as for DataPtrs: see core/alloc.c. */
+	alloy__count_free(a, size);
+}
+
+size_t alloy_usable_size(const void *ptr)
+{
+	const struct plain_hdr *h;
+	struct alloy_allocator *a;
+	size_t off, usable;
+
+	if (!ptr)
+		return 0;
+	h = hdr_of(ptr);
+	a = owner_of(ptr, h);
+	if (!a)
+		return 0;
+	off = (size_t)1 << h->shift;
+	if (!a->ops.usable_size)
+		return h->size;
+	usable = a->ops.usable_size(a->ctx, (const char *)ptr - off,
+				    h->size + off);
+	return usable > h->size + off ? usable - off : h->size;
+}
+
+/*
+ * Grow or shrink in place with the allocator's own realloc, when it has
+ * one and the block has no extra alignment (its header moves with the
+ * bytes).  NULL when it could not; the old block is then untouched.
+ */
+static void *realloc_in_place(struct alloy_allocator *a, void *ptr,
+			      struct plain_hdr *h, size_t size)
+{
+	size_t old = h->size, off = (size_t)1 << h->shift;
+	bool reported = h->flags & PLAIN_REPORTED;
+	void *base, *user;
+
+	if (!a->ops.realloc || off != ALLOY_PLAIN_ALIGN)
+		return NULL;
+	if (reported)
+		report_free(a, ptr, h);
+	base = a->ops.realloc(a->ctx, (char *)ptr - off, old + off, size + off,
+			      off);
+	if (!base) {
+		if (reported) { /* the old block is still there */
+			hdr_of(ptr)->flags &= (uint8_t)~PLAIN_REPORTED;
+			report_alloc(a, a->ops.device_type, ptr, old, off);
+		}
+		return NULL;
+	}
+	user = finish(a, base, size, MIN_SHIFT, 0);
+	alloy__tcount_add(alloy__tls_get(), a->counters + ALLOY__C_BYTES,
+			  (int64_t)size - (int64_t)old);
+	if (reported)
+		report_alloc(a, a->ops.device_type, user, size, off);
+	return user;
+}
+
+void *alloy_realloc(void *ptr, size_t size)
+{
+	struct alloy_allocator *a;
+	struct plain_hdr *h;
+	size_t old, align;
+	void *n;
+
+	if (!ptr)
+		return alloy_malloc(size);
+	h = hdr_of(ptr);
+	a = owner_of(ptr, h);
+	if (!a) {
+		bad_free(ptr);
+		return fail(EINVAL, __func__,
+			    "%p is not a live block of the plain-pointer API",
+			    ptr);
+	}
+	if (size == 0) {
+		alloy_free(ptr);
+		return NULL;
+	}
+	if (size > PLAIN_SIZE_MAX)
+		return fail(
+			ENOMEM, __func__,
+			"size %zu exceeds the largest block alloy makes (%zu bytes)",
+			size, PLAIN_SIZE_MAX);
+	n = realloc_in_place(a, ptr, h, size);
+	if (n)
+		return n;
+	/*
+	 * Move: a new block of the same allocator and alignment, the bytes,
+	 * then the old block goes.  The same allocator, so that the block
+	 * keeps to its maker as a DataPtr's does; the default of the moment
+	 * when the maker is on its way out.
+	 */
+	old = h->size;
+	align = (size_t)1 << h->shift;
+	n = alloc_on(a, size, h->shift, __func__);
+	if (!n)
+		n = plain_slow(a->ops.device_type, size, align, 0, __func__);
+	if (!n)
+		return NULL;
+	memcpy(n, ptr, old < size ? old : size);
+	alloy_free(ptr);
+	return n;
+}
+
+void *alloy_reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	size_t n;
+
+	if (__builtin_mul_overflow(nmemb, size, &n))
+		return fail(ENOMEM, __func__,
+			    "%zu x %zu bytes overflows the size type", nmemb,
+			    size);
+	return alloy_realloc(ptr, n);
+}
+
+bool alloy_plain_owns(const void *ptr)
+{
+	return ptr && owner_of(ptr, hdr_of(ptr));
+}
+
+struct alloy_allocator *alloy_plain_allocator(const void *ptr)
+{
+	return ptr ? owner_of(ptr, hdr_of(ptr)) : NULL;
+}
+
+unsigned long long alloy_plain_bad_frees(void)
+{
+	return atomic_load(&bad_frees);
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/nomalloc.c - alloy's allocation path never calls the process's
+ * malloc (issue 11): a program that replaces the malloc family with
+ * versions that abort while this thread is "armed", then allocates and
+ * frees through every path a malloc front would use.
+ *
+ * If any of it reached malloc, calloc, realloc, free or the aligned
+ * variants, a front that serves malloc with alloy would recurse into
+ * itself, possibly holding one of alloy's locks.
+ *
+ * The allocator behind alloy here is a bump allocator over a static
+ * buffer, so that what is checked is alloy's own code; the built-in
+ * default takes glibc's memory by its own entry points (__libc_*), which
+ * no front replaces.
+ *
+ * Usage: nomalloc [--reporter]   (the reporter with trace, log and
+ * backtraces, when its part is malloc-free too)
+ */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <alloy/alloy.h>
+
+/* ---- the malloc family, refused while armed --------------------------- */
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+
+static __thread int armed;
+static _Atomic int violations;
+
+static void refuse(const char *what)
+{
+	static const char msg[] = "nomalloc: alloy called the process malloc: ";
+
+	if (!armed)
+		return;
+	armed = 0; /* what follows may allocate */
+	atomic_fetch_add(&violations, 1);
+	if (write(2, msg, sizeof(msg) - 1) < 0 ||
+	    write(2, what, strlen(what)) < 0 || write(2, "\n", 1) < 0)
+		_exit(3);
+	abort();
+}
+
+void *malloc(size_t n)
+{
+	refuse("malloc");
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	refuse("calloc");
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	refuse("realloc");
+	return __libc_realloc(p, n);
+}
+
+void free(void *p)
+{
+	refuse("free");
+	__libc_free(p);
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+	refuse("posix_memalign");
+	*out = __libc_memalign(align, n);
+	return *out ? 0 : 12;
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+	refuse("aligned_alloc");
+	return __libc_memalign(align, n);
+}
+
+void *memalign(size_t align, size_t n)
+{
+	refuse("memalign");
+	return __libc_memalign(align, n);
+}
+
+/* ---- a bump allocator over a static buffer ---------------------------- */
+
+static _Alignas(4096) unsigned char arena[64 << 20];
+static _Atomic size_t arena_used;
+
+static void *bump_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	size_t old = atomic_load(&arena_used), at, end;
+
+	(void)ctx;
+	do {
+		at = (old + align - 1) & ~(align - 1);
+		end = at + size;
+		/* Start over at the end: the contents are never checked. */
+		if (end > sizeof(arena)) {
+			at = 0;
+			end = size;
+		}
+	} while (!atomic_compare_exchange_weak(&arena_used, &old, end));
+	if (flags & ALLOY_ALLOC_ZERO)
+		memset(arena + at, 0, size);
+	return arena + at;
+}
+
+static void bump_free(void *ctx, void *p, size_t size, size_t align)
+{
+	(void)ctx;
+	(void)size;
+	(void)align;
+	if ((unsigned char *)p < arena ||
+	    (unsigned char *)p >= arena + sizeof(arena))
+		abort();
+}
+
+static const struct alloy_allocator_ops bump_ops = {
+	.abi_major = ALLOY_ABI_MAJOR,
+	.abi_minor = ALLOY_ABI_MINOR,
+	.struct_size = sizeof(struct alloy_allocator_ops),
+	.name = "bump",
+	.device_type = ALLOY_DEVICE_CPU,
+	.alloc = bump_alloc,
+	.free = bump_free,
+};
+
+/* ---- the paths a front takes ------------------------------------------ */
+
+#define ROUNDS 2000
+
+static void *shared[64];
+
+/* Everything an allocation or a free can do, armed. */
+static void *workload(void *arg)
+{
+	struct alloy_data_ptr dp;
+
+	(void)arg;
+	armed = 1; /* from this thread's very first allocation */
+	for (int i = 0; i < ROUNDS; i++) {
+		size_t n = 1 + (size_t)i * 37 % 5000;
+		void *p = alloy_malloc(n), *q;
+
+		if (!p || alloy_alloc_default(ALLOY_DEVICE_CPU, n, 0, &dp))
+			abort();
+		q = alloy_calloc(3, n);
+		p = alloy_realloc(p, n * 2);
+		alloy_free(alloy_aligned_alloc(256, n));
+		/* Blocks another thread made and this one frees. */
+		alloy_free(__atomic_exchange_n(&shared[i % 64], q,
+					       __ATOMIC_ACQ_REL));
+		alloy_free(p);
+		alloy_data_ptr_free(&dp);
+		(void)alloy_usable_size(q);
+	}
+	armed = 0;
+	return NULL;
+}
+
+static int run(bool reporter)
+{
+	struct alloy_allocator *bump;
+	pthread_t t[3];
+	pid_t pid;
+	int st;
+
+	if (alloy_register_allocator(&bump_ops, NULL, "test", &bump) ||
+	    alloy_set_default(ALLOY_DEVICE_CPU, bump)) {
+		fprintf(stderr, "nomalloc: %s\n", alloy_last_error());
+		return 1;
+	}
+	if (reporter && alloy_reporter_enable()) {
+		fprintf(stderr, "nomalloc: %s\n", alloy_last_error());
+		return 1;
+	}
+	/* New threads: each makes its per-thread record on first use. */
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, workload, NULL);
+	workload(NULL);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	/* A swap of the default and back, armed. */
+	armed = 1;
+	alloy_set_default_by_name(ALLOY_DEVICE_CPU, "default");
+	alloy_set_default(ALLOY_DEVICE_CPU, bump);
+	armed = 0;
+	/* fork: the child allocates and frees too. */
+	pid = fork();
+	if (pid == 0) {
+		workload(NULL);
+		_exit(atomic_load(&violations) ? 3 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "nomalloc: the forked child failed (%d)\n", st);
+		return 1;
+	}
+	for (int k = 0; k < 64; k++)
+		alloy_free(shared[k]);
+	if (alloy_allocator_live_blocks(bump) != 0) {
+		fprintf(stderr, "nomalloc: %lld blocks left\n",
+			alloy_allocator_live_blocks(bump));
+		return 1;
+	}
+	printf("nomalloc: %d rounds on 4 threads and a forked child%s: no call into malloc\n",
+	       ROUNDS, reporter ? " with the reporter" : "");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	return run(argc > 1 && !strcmp(argv[1], "--reporter"));
+}
