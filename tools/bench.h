@@ -154,7 +154,8 @@ struct bench_cg_case {
 	size_t size;
 	const void *arg;
 	int threads;
-	long pairs; /* per measurement; 0: BENCH_CG_PAIRS */
+	long pairs;	 /* per measurement; 0: BENCH_CG_PAIRS */
+	bool alloy_code; /* count liballoy and its headers' inline code only */
 };
 
 #define BENCH_CG_PAIRS 2000
