@@ -100,7 +100,7 @@ static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	void *p;
 
 	(void)ctx;
-	/* alloy never asks for more than PTRDIFF_MAX: this cannot wrap. */
+	/* At most 2^62 bytes at 2^40 (alloy's limits): this cannot wrap. */
 	if (size + align < BIG_MIN)
 		p = carve(size, align, zero);
 	else
