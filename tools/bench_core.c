@@ -12,12 +12,15 @@
  *   - are the framework's: the figure issue 13 sets at <= 60.
  * - against what it replaces: pairs through alloy with the "default"
  *   allocator against posix_memalign(64) + free called directly (c10's
- *   DefaultCPUAllocator), 64 B to 1 MiB, in time and in instructions.
+ *   DefaultCPUAllocator), 64 B to 1 MiB, in time and in instructions;
+ *   and, for the sizes glibc serves, how much of glibc's heap a live block
+ *   takes each way (the default carves from a malloc of size + 64).
  *
  * Timed sides run in many short alternating chunks and each keeps its
  * median chunk, so that drift in the heap's state and bursts of noise on
  * a shared machine hit both alike and a few bad chunks do not move it.
  */
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +240,67 @@ static int framework_figures(const struct bench_opts *opts, const double *ins)
 	return 0;
 }
 
+/* ---- what a live block holds of glibc's heap -------------------------- */
+
+#define LIVE 4096
+
+/* glibc's bytes in use (mallinfo2: heap chunks and mapped chunks). */
+static double glibc_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return (double)(mi.uordblks + mi.hblkhd);
+}
+
+/*
+ * Heap bytes per live block of size, through alloy's default and through
+ * posix_memalign(64): LIVE blocks made, glibc's count of what is in use
+ * read, all freed.  A count, not a time: the RSS side of the trade.
+ */
+static int heap_per_block(size_t size, double *alloy, double *direct)
+{
+	static struct alloy_data_ptr dp[LIVE];
+	static void *p[LIVE];
+	double before = glibc_in_use();
+	int rc = 0;
+
+	for (int i = 0; i < LIVE && !rc; i++)
+		rc = alloy_alloc_default(ALLOY_DEVICE_CPU, size, 0, &dp[i]);
+	*alloy = (glibc_in_use() - before) / LIVE;
+	for (int i = 0; i < LIVE; i++)
+		alloy_data_ptr_free(&dp[i]);
+	before = glibc_in_use();
+	for (int i = 0; i < LIVE && !rc; i++)
+		rc = posix_memalign(&p[i], ALIGN, size);
+	*direct = (glibc_in_use() - before) / LIVE;
+	for (int i = 0; i < LIVE; i++) {
+		free(p[i]);
+		p[i] = NULL;
+	}
+	return rc ? -1 : 0;
+}
+
+static int heap_figures(void)
+{
+	static const size_t sizes[] = { 64, 256, 1024, 4096, 16384, 65536 };
+	char metric[96];
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		double alloy, direct;
+
+		if (heap_per_block(sizes[s], &alloy, &direct))
+			return -1;
+		snprintf(metric, sizeof(metric),
+			 "%zu B glibc heap per live block: alloy", sizes[s]);
+		bench_result("core", metric, alloy, "B", GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric),
+			 "%zu B glibc heap per live block: posix_memalign",
+			 sizes[s]);
+		bench_result("core", metric, direct, "B", GOAL_NONE, 0);
+	}
+	return 0;
+}
+
 static int run_core(const struct bench_opts *opts)
 {
 	double ins[NCASES];
@@ -245,9 +309,10 @@ static int run_core(const struct bench_opts *opts)
 		return -1;
 	make_cases();
 	bench_instructions(opts, "core", cases, NCASES, ins);
-	if (framework_figures(opts, ins))
+	if (framework_figures(opts, ins) ||
+	    bench_versus_run(opts, &versus_direct, &ins[CG_SIZES]))
 		return -1;
-	return bench_versus_run(opts, &versus_direct, &ins[CG_SIZES]);
+	return heap_figures();
 }
 
 const struct bench bench_core = {
