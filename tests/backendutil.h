@@ -7,7 +7,7 @@
  * backend's own count of what this thread holds returns to where it was).
  *
  * The sizes cover every size up to 1100 bytes, so every small size class
- * and both sides of each class boundary, then sizes spaced out to 4 MiB;
+ * and both sides of each class boundary, then sizes spaced out to 2 MiB;
  * the alignments go from 8 to 64 KiB.  Both of each module's paths (the
  * backend's plain call, where its size class is aligned enough, and its
  * aligned call) are therefore taken many times.
@@ -34,11 +34,11 @@ static inline size_t backend_next_size(size_t size)
 	if (size < 1100)
 		return size + 1;
 	if (size < 70000)
-		return size + 257;
+		return size + 997;
 	return size * 2 + 1;
 }
 
-/* Every byte of p[0..n) reads as zero (a page at a time: it is 4 MiB). */
+/* Every byte of p[0..n) reads as zero (a page at a time: up to 2 MiB). */
 static inline bool backend_all_zero(const unsigned char *p, size_t n)
 {
 	static const unsigned char zero[4096];
@@ -88,7 +88,7 @@ static inline void backend_check_blocks(struct alloy_allocator *a,
 {
 	for (size_t i = 0;
 	     i < sizeof(backend_aligns) / sizeof(backend_aligns[0]); i++)
-		for (size_t size = 1; size <= (4 << 20);
+		for (size_t size = 1; size <= (2 << 20);
 		     size = backend_next_size(size))
 			backend_check_block(a, probe, size, backend_aligns[i]);
 	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
