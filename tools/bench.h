@@ -144,6 +144,13 @@ int bench_versus_run(const struct bench_opts *opts,
 
 /* ---- instruction counts (tools/callgrind.c) --------------------------- */
 
+/* Which instructions of a loop count. */
+enum bench_count {
+	COUNT_ALL,	/* everything the loop executes */
+	COUNT_ALLOY,	/* liballoy's and its public headers' inline code */
+	COUNT_LIBALLOY, /* liballoy's alone */
+};
+
 /*
  * One loop to count: run() makes pairs alloc+free pairs (or steps) in
  * each of threads threads (0 means 1), the same loop the timed side runs.
@@ -154,8 +161,8 @@ struct bench_cg_case {
 	size_t size;
 	const void *arg;
 	int threads;
-	long pairs;	 /* per measurement; 0: BENCH_CG_PAIRS */
-	bool alloy_code; /* count liballoy and its headers' inline code only */
+	long pairs; /* per measurement; 0: BENCH_CG_PAIRS */
+	enum bench_count count;
 };
 
 #define BENCH_CG_PAIRS 2000

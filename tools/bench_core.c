@@ -173,7 +173,8 @@ static const struct bench_versus versus_direct = {
 		"alloy default vs direct posix_memalign(64), 64 B - 1 MiB (time)",
 };
 
-enum { CG_NOOP1, CG_NOOP2, CG_SIZES };
+/* The no-op loop at 1 and 2 threads, then liballoy's part at 1 thread. */
+enum { CG_NOOP1, CG_NOOP2, CG_LIBALLOY, CG_SIZES };
 #define NCASES (CG_SIZES + 2 * BENCH_VERSUS_NSIZES)
 
 static struct bench_cg_case cases[NCASES];
@@ -186,8 +187,10 @@ static void make_cases(void)
 			.run = cg_noop,
 			.size = 64,
 			.threads = t + 1,
-			.alloy_code = true,
+			.count = COUNT_ALLOY,
 		};
+	cases[CG_LIBALLOY] = cases[CG_NOOP1];
+	cases[CG_LIBALLOY].count = COUNT_LIBALLOY;
 	bench_versus_cases(&versus_direct, &cases[CG_SIZES]);
 }
 
@@ -205,7 +208,7 @@ static int framework_figures(const struct bench_opts *opts, const double *ins)
 {
 	struct alloy_allocator *old = swap_default(noop_allocator());
 	const double *fw = &ins[CG_NOOP1];
-	char text[96], in[2][32];
+	char text[128], in[3][32];
 	long iters = bench_iters(opts, 100000);
 
 	if (!old)
@@ -229,9 +232,16 @@ static int framework_figures(const struct bench_opts *opts, const double *ins)
 				     60);
 	}
 	swap_default(old);
-	snprintf(text, sizeof(text), "%s (1 thread) / %s (2 threads)",
+	if (!isnan(ins[CG_LIBALLOY]))
+		bench_result(
+			"core",
+			"  of which in liballoy (the rest: header fast paths)",
+			ins[CG_LIBALLOY], "instr", GOAL_NONE, 0);
+	snprintf(text, sizeof(text),
+		 "%s (1 thread) / %s (2 threads); liballoy alone %s",
 		 bench_instr_text(fw[0], in[0], sizeof(in[0])),
-		 bench_instr_text(fw[1], in[1], sizeof(in[1])));
+		 bench_instr_text(fw[1], in[1], sizeof(in[1])),
+		 bench_instr_text(ins[CG_LIBALLOY], in[2], sizeof(in[2])));
 	bench_summary("framework instructions per pair (no-op allocator)",
 		      "<= 60", "-", text,
 		      isnan(fw[0]) || isnan(fw[1])

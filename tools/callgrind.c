@@ -23,12 +23,15 @@
  * left out of the framework's figure.  The names are looked up in the
  * program's symbol table: a stripped alloy yields no dumps and says so.
  *
- * A case may count alloy's own code only (alloy_code): the instructions
+ * A case may count alloy's own code only (COUNT_ALLOY): the instructions
  * of liballoy and of the fast paths its public headers inline into the
  * caller, told apart by the object (ob=) and source file (fl=, fi=, fe=)
  * callgrind attributes each cost line to - the benchmark loop's own
- * counting, touching and checking drop out exactly, as they would not
- * with an "empty loop" subtracted, whose code is never quite the same.
+ * counting, touching and checking drop out, as they would not with an
+ * "empty loop" subtracted, whose code is never quite the same.  Where the
+ * compiler interleaves inlined header code with the caller's, the line
+ * table may give an instruction or two to either side; liballoy's own
+ * (COUNT_LIBALLOY) has no such seam.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,9 +138,11 @@ static const char *dump_name(char **names, const char *ref)
 	return names[id] ? names[id] : "";
 }
 
-static bool is_alloy_code(const char *object, const char *file)
+static bool counts(enum bench_count count, const char *object, const char *file)
 {
-	return strstr(object, "/liballoy.") || strstr(file, "/include/alloy/");
+	if (strstr(object, "/liballoy."))
+		return true;
+	return count == COUNT_ALLOY && strstr(file, "/include/alloy/");
 }
 
 /*
@@ -146,7 +151,7 @@ static bool is_alloy_code(const char *object, const char *file)
  * headers; the line after calls= is the callee's inclusive cost, which is
  * counted where the callee's own lines are.  -1 if the dump is unreadable.
  */
-static double read_alloy_cost(const char *path)
+static double read_alloy_cost(const char *path, enum bench_count count)
 {
 	static char *objects[MAX_IDS], *files[MAX_IDS];
 	const char *object = "", *fn_file = "", *file = "";
@@ -177,7 +182,7 @@ static double read_alloy_cost(const char *path)
 		} else if (strchr("0123456789+-*", line[0])) {
 			char *last = strrchr(line, ' ');
 
-			if (!call_cost && last && is_alloy_code(object, file))
+			if (!call_cost && last && counts(count, object, file))
 				sum += strtod(last + 1, NULL);
 			call_cost = false;
 		}
@@ -186,13 +191,16 @@ static double read_alloy_cost(const char *path)
 	return sum;
 }
 
-/* The "totals:" figure of one dump; -1 if it has none. */
-static double read_totals(const char *path)
+/* The "totals:" figure of one dump, or alloy's part; -1 if none. */
+static double read_cost(const char *path, enum bench_count count)
 {
-	FILE *f = fopen(path, "r");
 	char line[512];
 	double v = -1;
+	FILE *f;
 
+	if (count != COUNT_ALL)
+		return read_alloy_cost(path, count);
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
@@ -291,13 +299,11 @@ static int read_dumps(const char *dir, const struct bench_cg_case *cases,
 	for (size_t i = 0; i < n; i++) {
 		double once, twice;
 		int threads = cases[i].threads ? cases[i].threads : 1;
-		double (*read)(const char *) =
-			cases[i].alloy_code ? read_alloy_cost : read_totals;
 
 		snprintf(path, sizeof(path), "%s/cg.out.%zu", dir, 2 * i + 1);
-		once = read(path);
+		once = read_cost(path, cases[i].count);
 		snprintf(path, sizeof(path), "%s/cg.out.%zu", dir, 2 * i + 2);
-		twice = read(path);
+		twice = read_cost(path, cases[i].count);
 		if (once < 0 || twice < 0) {
 			bench_note(
 				"instructions: not counted: callgrind wrote no dump for \"%s\" (is the alloy binary stripped?)",
