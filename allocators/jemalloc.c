@@ -6,6 +6,22 @@
  * Sized free (sdallocx) spares jemalloc the size lookup it would otherwise
  * do on every free; alloy always knows the size, so it always passes it.
  *
+ * Alignment is passed only when the size class does not give it anyway:
+ * any MALLOCX_ALIGN flag takes jemalloc off its flags-0 fast path (about
+ * 80 instructions a pair), and at 64 bytes most sizes need none.  The
+ * rule, from jemalloc's size classes: every object of a small class is
+ * aligned to the lowest set bit of the class size (its slabs are
+ * page-aligned and the objects packed), and large allocations are at least
+ * cache-line aligned (their random offset inside the first page, when
+ * opt.cache_oblivious is on, is a multiple of 64).  Up to 1 KiB, where
+ * classes are 8 to 128 bytes apart, a table made at registration says,
+ * per 8 bytes of size, the largest alignment for which jemalloc's own
+ * nallocx gives the same class with and without MALLOCX_ALIGN (so the
+ * aligned request would be served from the very same bin); above 1 KiB
+ * every class is a multiple of 256 or large, so 64 is always natural.
+ * The free passes the same flags as the allocation (the rule depends on
+ * size and alignment only), which sdallocx needs to find the same class.
+ *
  * Option jemalloc.arena:dedicated gives alloy an arena of its own, so that
  * what the stats report is alloy's memory alone even in a process whose
  * own malloc is jemalloc too.  The thread caches are bypassed then (they
@@ -18,51 +34,89 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <jemalloc/jemalloc.h>
 
 #include <alloy/plugin.h>
 
+/* Sizes up to this have their natural alignment in the table. */
+#define TABLE_MAX 1024
+/* What every size above TABLE_MAX is aligned to with flags 0. */
+#define ABOVE_TABLE_NATURAL 64
+
 struct je_state {
 	int flags;	/* MALLOCX_ARENA | MALLOCX_TCACHE_NONE, or 0 */
 	unsigned arena; /* the dedicated arena, when flags != 0 */
 	bool have_arena;
+	/* Alignment of a flags-0 object of size 8i - 7 .. 8i; 0: unknown. */
+	uint16_t natural[TABLE_MAX / 8 + 1];
 };
 
 static struct je_state je;
 
-static inline int lg_align(size_t align)
+/* The alignment flags for a block of size (>= 1) at align. */
+static inline int align_flags(const struct je_state *s, size_t size,
+			      size_t align)
 {
+	size_t natural = size <= TABLE_MAX ? s->natural[(size + 7) >> 3]
+					   : ABOVE_TABLE_NATURAL;
+
+	if (align <= natural)
+		return 0;
 	return MALLOCX_LG_ALIGN((unsigned)__builtin_ctzl(align));
+}
+
+static int je_init(void *ctx)
+{
+	struct je_state *s = ctx;
+
+	for (size_t i = 1; i <= TABLE_MAX / 8; i++) {
+		size_t size = 8 * i, plain = nallocx(size, 0);
+		unsigned lg = 3;
+
+		/* Classes are multiples of 8: all of 8i-7..8i share one. */
+		while (lg < 12 &&
+		       nallocx(size, MALLOCX_LG_ALIGN(lg + 1)) == plain)
+			lg++;
+		s->natural[i] = plain ? (uint16_t)(1u << lg) : 0;
+	}
+	s->natural[0] = s->natural[1];
+	return 0;
 }
 
 static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	struct je_state *s = ctx;
-	int f = lg_align(align) | s->flags;
+	int f;
 
+	/* mallocx(0) is undefined; alloy never asks, but be safe. */
+	size = size ? size : 1;
+	f = align_flags(s, size, align) | s->flags;
 	if (flags & ALLOY_ALLOC_ZERO)
 		f |= MALLOCX_ZERO;
-	/* mallocx(0) is undefined; alloy never asks, but be safe. */
-	return mallocx(size ? size : 1, f);
+	return mallocx(size, f);
 }
 
 static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct je_state *s = ctx;
 
-	sdallocx(ptr, size ? size : 1, lg_align(align) | s->flags);
+	size = size ? size : 1;
+	sdallocx(ptr, size, align_flags(s, size, align) | s->flags);
 }
 
+/* The new block gets the flags its free will pass (see align_flags). */
 static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 			size_t align)
 {
 	struct je_state *s = ctx;
 
 	(void)old_size;
-	return rallocx(ptr, new_size ? new_size : 1,
-		       lg_align(align) | s->flags);
+	new_size = new_size ? new_size : 1;
+	return rallocx(ptr, new_size,
+		       align_flags(s, new_size, align) | s->flags);
 }
 
 static size_t je_usable_size(void *ctx, const void *ptr, size_t size)
@@ -238,6 +292,7 @@ static const struct alloy_allocator_ops je_ops = {
 	.device_type = ALLOY_DEVICE_CPU,
 	.alloc = je_alloc,
 	.free = je_free,
+	.init = je_init,
 	.realloc = je_realloc,
 	.usable_size = je_usable_size,
 	.trim = je_trim,

@@ -6,10 +6,13 @@ pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev python3)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
 # --timeline: headless Chromium, for scripts/check-timeline.sh only.
+# --bench: what `alloy bench` can use beyond the build: valgrind (its
+#   instruction counts) and libtorch's c10 (`alloy bench c10`).
 for arg in "$@"; do
 	case $arg in
 	--ci) pkgs+=(clang valgrind) ;;
 	--timeline) pkgs+=(chromium) ;;
+	--bench) pkgs+=(valgrind libtorch-dev) ;;
 	*) echo "deps: unknown option $arg" >&2; exit 2 ;;
 	esac
 done

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/test_default.c - the "default" CPU allocator: alignment of every
- * block, zero_fill, junk_fill, usable size.
+ * block, small (carved from glibc) and large (mapped, cached), zero_fill,
+ * junk_fill and ALLOY_ALLOC_ZERO on reused memory, usable size, the large
+ * blocks' cache and its limit, and that glibc's heap never sees a large
+ * block.  That it calls glibc only by its own names is tests/default_libc.c.
  */
+#include <malloc.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "testutil.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 START_TEST(every_block_is_aligned)
 {
@@ -23,6 +29,34 @@ START_TEST(every_block_is_aligned)
 			ck_assert_uint_eq(dp.align, align);
 			/* The whole block is writable. */
 			((char *)dp.ptr)[size - 1] = 1;
+			alloy_data_ptr_free(&dp);
+		}
+	}
+	ck_assert_int_eq(alloy_allocator_live_blocks(d), 0);
+}
+END_TEST
+
+/* Around the carve/map boundary (size + align = 128 KiB) and beyond. */
+START_TEST(large_blocks_are_aligned)
+{
+	static const size_t sizes[] = { 131072 - 4096, 131072 - 65, 131072 - 64,
+					131072 - 63,   131072 - 9,  131072 - 8,
+					131072,	       131073,	    1000000,
+					(4 << 20) + 1 };
+	struct alloy_allocator *d = alloy_find_allocator("default");
+
+	for (size_t align = 8; align <= 65536; align *= 2) {
+		for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+			struct alloy_data_ptr dp;
+
+			ck_assert_ok(alloy_alloc(d, sizes[i], align, 0, &dp));
+			ck_assert_msg((uintptr_t)dp.ptr % align == 0,
+				      "size %zu align %zu got %p", sizes[i],
+				      align, dp.ptr);
+			ck_assert_uint_ge(alloy_allocator_usable_size(d, dp.ptr,
+								      sizes[i]),
+					  sizes[i]);
+			memset(dp.ptr, 1, sizes[i]);
 			alloy_data_ptr_free(&dp);
 		}
 	}
@@ -101,12 +135,37 @@ START_TEST(zero_flag_zeroes_without_conf)
 	struct alloy_allocator *d = alloy_find_allocator("default");
 	struct alloy_data_ptr dp;
 
-	for (size_t size = 8; size <= 65536; size *= 2) {
+	for (size_t size = 8; size <= (8 << 20); size *= 2) {
 		ck_assert_ok(alloy_alloc(d, size, 0, 0, &dp));
 		memset(dp.ptr, 0xff, size);
 		alloy_data_ptr_free(&dp);
 		ck_assert_ok(alloy_alloc(d, size, 0, ALLOY_ALLOC_ZERO, &dp));
 		ck_assert(all_bytes(dp.ptr, size, 0));
+		alloy_data_ptr_free(&dp);
+	}
+}
+END_TEST
+
+/*
+ * A reused large block is cleared where it held data, and a grown one
+ * (a smaller cached mapping extended) is zero in its new part too.
+ */
+START_TEST(zero_flag_on_reused_and_grown_mappings)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	static const size_t sizes[] = { 1 << 20, 900000, 1 << 20,
+					1600000, 300000, 3 << 20 };
+	struct alloy_data_ptr dp;
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		ck_assert_ok(alloy_alloc(d, sizes[i], 64, 0, &dp));
+		memset(dp.ptr, 0xff, sizes[i]);
+		alloy_data_ptr_free(&dp);
+		ck_assert_ok(alloy_alloc(d, sizes[(i + 1) % ARRAY_SIZE(sizes)],
+					 64, ALLOY_ALLOC_ZERO, &dp));
+		ck_assert_msg(all_bytes(dp.ptr, dp.size, 0),
+			      "%zu bytes after %zu are not zero", dp.size,
+			      sizes[i]);
 		alloy_data_ptr_free(&dp);
 	}
 }
@@ -119,7 +178,7 @@ START_TEST(junk_fill_junks)
 	test_set_conf("junk_fill:1");
 	alloy_init();
 	ck_assert(alloy_conf_junk_fill());
-	for (size_t size = 1; size <= 65536; size *= 2) {
+	for (size_t size = 1; size <= (4 << 20); size *= 2) {
 		ck_assert_ok(alloy_context_new(ALLOY_CPU, size, &dp));
 		ck_assert_msg(all_bytes(dp.ptr, size, ALLOY_JUNK_ALLOC),
 			      "size %zu not junk", size);
@@ -135,8 +194,102 @@ START_TEST(usable_size_at_least_requested)
 
 	ck_assert_ok(alloy_alloc(d, 1000, 0, 0, &dp));
 	ck_assert_uint_ge(alloy_allocator_usable_size(d, dp.ptr, 1000), 1000);
+	/* glibc's slack past the block, never more than the carve took. */
+	ck_assert_uint_le(alloy_allocator_usable_size(d, dp.ptr, 1000),
+			  1000 + 64 + 32);
+	alloy_data_ptr_free(&dp);
+	ck_assert_ok(alloy_alloc(d, 1000000, 0, 0, &dp));
+	ck_assert_uint_ge(alloy_allocator_usable_size(d, dp.ptr, 1000000),
+			  1000000);
+	ck_assert_uint_le(alloy_allocator_usable_size(d, dp.ptr, 1000000),
+			  1000000 + 4096);
 	alloy_data_ptr_free(&dp);
 	ck_assert_int_ge(alloy_allocator_trim(d), 0);
+}
+END_TEST
+
+/* A freed large block's mapping is kept and handed out again. */
+START_TEST(large_blocks_are_cached)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	struct alloy_allocator_stats st = { .size = sizeof(st),
+					    .version = ALLOY_STATS_VERSION };
+	struct alloy_data_ptr dp;
+	void *first;
+
+	ck_assert_int_ge(alloy_allocator_trim(d), 0);
+	ck_assert_ok(alloy_alloc(d, 1 << 20, 64, 0, &dp));
+	first = dp.ptr;
+	alloy_data_ptr_free(&dp);
+	ck_assert_ok(alloy_allocator_stats(d, &st));
+	ck_assert_uint_ge(st.reserved, (1 << 20) + st.allocated);
+	for (int i = 0; i < 100; i++) {
+		ck_assert_ok(alloy_alloc(d, 1 << 20, 64, 0, &dp));
+		ck_assert_ptr_eq(dp.ptr, first);
+		alloy_data_ptr_free(&dp);
+	}
+	/* trim gives the cached mapping back, and says how much. */
+	ck_assert_int_ge(alloy_allocator_trim(d), 1 << 20);
+	ck_assert_int_eq(alloy_allocator_trim(d), 0);
+	ck_assert_ok(alloy_allocator_stats(d, &st));
+	ck_assert_uint_eq(st.reserved, st.allocated);
+}
+END_TEST
+
+/* default.cache bounds what is kept; 0 keeps nothing. */
+START_TEST(cache_limit_applies)
+{
+	struct alloy_allocator *d;
+	struct alloy_data_ptr dp[4];
+
+	test_set_conf("default.cache:3M");
+	ck_assert_int_eq(alloy_init(), 0);
+	d = alloy_find_allocator("default");
+	for (int i = 0; i < 4; i++)
+		ck_assert_ok(alloy_alloc(d, 1 << 20, 64, 0, &dp[i]));
+	for (int i = 0; i < 4; i++)
+		alloy_data_ptr_free(&dp[i]);
+	/* Three mappings of 1 MiB and a page fit in 3 MiB: two do. */
+	ck_assert_int_eq(alloy_allocator_trim(d), 2 * ((1 << 20) + 4096));
+	ck_assert_ok(alloy_allocator_ops(d)->set_option(alloy_allocator_ctx(d),
+							"cache", "0"));
+	ck_assert_ok(alloy_alloc(d, 1 << 20, 64, 0, &dp[0]));
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(alloy_allocator_trim(d), 0);
+}
+END_TEST
+
+START_TEST(bad_options_are_reported)
+{
+	test_set_conf("default.cache:lots,default.colour:red");
+	ck_assert_int_eq(alloy_init(), 2);
+	ck_assert_str_eq(
+		alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)),
+		"default");
+}
+END_TEST
+
+/*
+ * Large blocks never come from glibc's heap: neither its mapped chunks
+ * nor its brk arena grow by them, so glibc's dynamic thresholds, which
+ * its frees of mapped chunks move, stay where the program left them.
+ */
+START_TEST(large_blocks_leave_glibc_alone)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	struct alloy_data_ptr dp[16];
+	struct mallinfo2 before, during;
+
+	before = mallinfo2();
+	for (int i = 0; i < 16; i++)
+		ck_assert_ok(alloy_alloc(d, 800000 + 50000 * (size_t)i, 64, 0,
+					 &dp[i]));
+	during = mallinfo2();
+	for (int i = 0; i < 16; i++)
+		alloy_data_ptr_free(&dp[i]);
+	ck_assert_uint_eq(during.hblks, before.hblks);
+	ck_assert_uint_eq(during.hblkhd, before.hblkhd);
+	ck_assert_uint_lt(during.arena, before.arena + (1 << 20));
 }
 END_TEST
 
@@ -167,11 +320,17 @@ Suite *suite_default(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, every_block_is_aligned);
+	tcase_add_test(tc, large_blocks_are_aligned);
 	tcase_add_test(tc, default_alignment_is_64);
 	tcase_add_test(tc, configured_alignment_applies);
 	tcase_add_test(tc, zero_fill_zeroes);
 	tcase_add_test(tc, zero_flag_zeroes_without_conf);
+	tcase_add_test(tc, zero_flag_on_reused_and_grown_mappings);
 	tcase_add_test(tc, junk_fill_junks);
+	tcase_add_test(tc, large_blocks_are_cached);
+	tcase_add_test(tc, cache_limit_applies);
+	tcase_add_test(tc, bad_options_are_reported);
+	tcase_add_test(tc, large_blocks_leave_glibc_alone);
 	tcase_add_test(tc, usable_size_at_least_requested);
 	tcase_add_test(tc, realloc_keeps_contents);
 	suite_add_tcase(s, tc);

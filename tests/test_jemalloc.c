@@ -90,9 +90,52 @@ static bool jemalloc_owns(void *p, size_t size)
 	return sallocx(p, 0) >= size;
 }
 
+/*
+ * Bytes this thread holds by jemalloc's count: it adds the size class at
+ * each allocation and subtracts the class sdallocx is told at each free,
+ * so a free whose flags name another class than the allocation's leaves
+ * a difference.
+ */
+static long long jemalloc_held(void)
+{
+	uint64_t freed = 0;
+	size_t len = sizeof(freed);
+
+	ck_assert_int_eq(mallctl("thread.deallocated", &freed, &len, NULL, 0),
+			 0);
+	return (long long)(thread_allocated() - freed);
+}
+
+static const struct backend_probe jemalloc_probe = {
+	.owned = jemalloc_owns,
+	.held = jemalloc_held,
+};
+
+/* Both paths: flags 0 where the class is aligned enough, MALLOCX_ALIGN. */
 START_TEST(alignment_zero_and_sizes)
 {
-	backend_check_blocks(jemalloc_default("cpu:jemalloc"), jemalloc_owns);
+	backend_check_blocks(jemalloc_default("cpu:jemalloc"), &jemalloc_probe);
+}
+END_TEST
+
+START_TEST(dedicated_arena_both_paths)
+{
+	struct alloy_allocator *a =
+		jemalloc_default("cpu:jemalloc,jemalloc.arena:dedicated");
+
+	/* A class aligned enough (64 at 64) and one that is not (80 at 64). */
+	backend_check_block(a, &jemalloc_probe, 64, 64);
+	backend_check_block(a, &jemalloc_probe, 80, 64);
+	backend_check_block(a, &jemalloc_probe, 100000, 64);
+	backend_check_block(a, &jemalloc_probe, 100000, 4096);
+}
+END_TEST
+
+/* A block grown across classes is freed with its new class's flags. */
+START_TEST(realloc_between_paths)
+{
+	backend_check_realloc(jemalloc_default("cpu:jemalloc"),
+			      &jemalloc_probe);
 }
 END_TEST
 
@@ -176,6 +219,8 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, serves_cpu_from_the_build_tree);
 	tcase_add_test(tc, never_the_process_malloc);
 	tcase_add_test(tc, alignment_zero_and_sizes);
+	tcase_add_test(tc, dedicated_arena_both_paths);
+	tcase_add_test(tc, realloc_between_paths);
 	tcase_add_test(tc, realloc_keeps_contents);
 	tcase_add_test(tc, stats_are_jemallocs);
 	tcase_add_test(tc, dedicated_arena);

@@ -4,19 +4,23 @@
  * mimalloc modules against calling those libraries directly, and default
  * vs jemalloc vs mimalloc on a larson-style multi-threaded workload.
  *
- * Module vs raw: the same stream of mixed-size alloc/free pairs, in many
- * short chunks alternating between the ways, each keeping its median
- * chunk (as bench_core does), so that heap state and noise hit all alike.
- * The ratio is raw time / module time: the module's throughput relative to
- * the library's own API.  A third way, the module's ops called directly,
- * splits the gap into what the module costs and what alloy_alloc and the
- * DataPtr cost on top (the latter is bench core's subject).
+ * Module vs raw, per size (64 B, 4 KiB .. 1 MiB): alloc+free pairs of one
+ * size three ways - the library's own fastest calls (mi_malloc + mi_free;
+ * mallocx + sdallocx with flags 0), the module's ops called directly, and
+ * the module through alloy_alloc + alloy_data_ptr_free at 64-byte
+ * alignment - in many short chunks alternating between the ways, each
+ * keeping its median chunk (as bench core does).  The ratio is raw time /
+ * module time: the module's throughput relative to the library's own
+ * API.  The ops line splits the gap into what the module costs and what
+ * alloy's allocation path adds (bench core's subject).  Instructions per
+ * pair of the three come from callgrind (tools/callgrind.c).
  *
  * Larson-style: each thread owns a set of slots and replaces a random
  * slot's block with one of a random size, round after round; between
  * rounds the sets rotate among the threads, so that (with 2 threads) most
  * blocks are freed by a thread other than the one that allocated them.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,136 +37,221 @@
 #include "bench.h"
 
 #define CHUNKS 41
-#define BATCH  32
 #define ALIGN  64
 
-/* A fixed mix of small and medium sizes, as tensors' buffers are. */
-static const size_t mix[16] = { 16,   64,   96,	  128, 256, 384,  512,	 1024,
-				2048, 4096, 8192, 100, 640, 3000, 32768, 200 };
+static const size_t sizes[] = { 64, 4096, 16384, 65536, 262144, 1048576 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static void *volatile sink;
 
-/* BATCH allocations, then their frees in reverse, iters / BATCH times. */
-static double module_round(struct alloy_allocator *a, long iters)
+/* The module through alloy's allocation path. */
+static double module_round(const void *arg, size_t size, long iters)
 {
-	struct alloy_data_ptr dp[BATCH];
+	struct alloy_allocator *a = (struct alloy_allocator *)arg;
 	double t0 = bench_now_ns();
 
-	for (long i = 0; i < iters; i += BATCH) {
-		for (int b = 0; b < BATCH; b++) {
-			if (alloy_alloc(a, mix[(i + b) & 15], ALIGN, 0, &dp[b]))
-				return -1;
-			sink = dp[b].ptr;
-		}
-		for (int b = BATCH; b-- > 0;)
-			alloy_data_ptr_free(&dp[b]);
+	for (long i = 0; i < iters; i++) {
+		struct alloy_data_ptr dp;
+
+		if (alloy_alloc(a, size, ALIGN, 0, &dp))
+			return -1;
+		*(volatile char *)dp.ptr = 1;
+		sink = dp.ptr;
+		alloy_data_ptr_free(&dp);
 	}
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
 /* The module's own ops called directly: what the module adds to raw. */
-static double ops_round(struct alloy_allocator *a, long iters)
+static double ops_round(const void *arg, size_t size, long iters)
 {
+	const struct alloy_allocator *a = arg;
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 	void *ctx = alloy_allocator_ctx(a);
-	void *p[BATCH];
 	double t0 = bench_now_ns();
 
-	for (long i = 0; i < iters; i += BATCH) {
-		for (int b = 0; b < BATCH; b++) {
-			p[b] = ops->alloc(ctx, mix[(i + b) & 15], ALIGN, 0);
-			if (!p[b])
-				return -1;
-			sink = p[b];
-		}
-		for (int b = BATCH; b-- > 0;)
-			ops->free(ctx, p[b], mix[(i + b) & 15], ALIGN);
+	for (long i = 0; i < iters; i++) {
+		void *p = ops->alloc(ctx, size, ALIGN, 0);
+
+		if (!p)
+			return -1;
+		*(volatile char *)p = 1;
+		sink = p;
+		ops->free(ctx, p, size, ALIGN);
 	}
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
 #ifdef ALLOY_HAVE_JEMALLOC
-static double jemalloc_round(long iters)
+static double jemalloc_round(const void *arg, size_t size, long iters)
 {
-	const int flags = MALLOCX_LG_ALIGN(6); /* ALIGN */
-	void *p[BATCH];
 	double t0 = bench_now_ns();
 
-	for (long i = 0; i < iters; i += BATCH) {
-		for (int b = 0; b < BATCH; b++) {
-			p[b] = mallocx(mix[(i + b) & 15], flags);
-			if (!p[b])
-				return -1;
-			sink = p[b];
-		}
-		for (int b = BATCH; b-- > 0;)
-			sdallocx(p[b], mix[(i + b) & 15], flags);
+	(void)arg;
+	for (long i = 0; i < iters; i++) {
+		void *p = mallocx(size, 0);
+
+		if (!p)
+			return -1;
+		*(volatile char *)p = 1;
+		sink = p;
+		sdallocx(p, size, 0);
 	}
 	return (bench_now_ns() - t0) / (double)iters;
 }
 #endif
 
 #ifdef ALLOY_HAVE_MIMALLOC
-static double mimalloc_round(long iters)
+static double mimalloc_round(const void *arg, size_t size, long iters)
 {
-	void *p[BATCH];
 	double t0 = bench_now_ns();
 
-	for (long i = 0; i < iters; i += BATCH) {
-		for (int b = 0; b < BATCH; b++) {
-			p[b] = mi_malloc_aligned(mix[(i + b) & 15], ALIGN);
-			if (!p[b])
-				return -1;
-			sink = p[b];
-		}
-		for (int b = BATCH; b-- > 0;)
-			mi_free(p[b]);
+	(void)arg;
+	for (long i = 0; i < iters; i++) {
+		void *p = mi_malloc(size);
+
+		if (!p)
+			return -1;
+		*(volatile char *)p = 1;
+		sink = p;
+		mi_free(p);
 	}
 	return (bench_now_ns() - t0) / (double)iters;
 }
 #endif
 
-/* Module vs raw for one backend; raw is NULL when not built in. */
-static int module_vs_raw(const struct bench_opts *opts, const char *name,
-			 const char *raw_name, double (*raw)(long))
-{
-	struct alloy_allocator *a = alloy_request_allocator(name);
-	long iters = bench_iters(opts, 32 * 1024);
-	double r[CHUNKS], m[CHUNKS], o[CHUNKS], mr, mm, mo;
-	char metric[96];
+struct backend {
+	const char *name;
+	const char *raw_name;
+	bench_round_fn raw; /* NULL: not built in */
+};
 
-	if (!a || !raw) {
-		printf("  %s: skipped: %s\n", name,
-		       a ? "alloy was built without it" : alloy_last_error());
+static struct backend backends[2] = {
+	{ "mimalloc", "mi_malloc+mi_free", NULL },
+	{ "jemalloc", "mallocx+sdallocx flags 0", NULL },
+};
+#define NBACKENDS 2
+
+static void find_raw_calls(void)
+{
+#ifdef ALLOY_HAVE_MIMALLOC
+	backends[0].raw = mimalloc_round;
+#endif
+#ifdef ALLOY_HAVE_JEMALLOC
+	backends[1].raw = jemalloc_round;
+#endif
+}
+
+/* ---- instruction counts: raw, ops, module per backend and size ------ */
+
+enum { WAY_RAW, WAY_OPS, WAY_MODULE, NWAYS };
+#define NCASES	      (NBACKENDS * NSIZES * NWAYS)
+#define CASE(b, s, w) (((b)*NSIZES + (s)) * NWAYS + (w))
+
+/* The label says the way: these very strings. */
+static const char *const way_names[NWAYS] = { "raw", "ops", "module" };
+
+static void cg_way(const struct bench_cg_case *c, long pairs)
+{
+	const struct backend *b = c->arg;
+	struct alloy_allocator *a = alloy_find_allocator(b->name);
+
+	if (!a || !b->raw)
+		return;
+	if (c->label == way_names[WAY_RAW])
+		b->raw(NULL, c->size, pairs);
+	else if (c->label == way_names[WAY_OPS])
+		ops_round(a, c->size, pairs);
+	else
+		module_round(a, c->size, pairs);
+}
+
+static struct bench_cg_case cases[NCASES];
+
+static void make_cases(void)
+{
+	for (size_t b = 0; b < NBACKENDS; b++)
+		for (size_t s = 0; s < NSIZES; s++)
+			for (int w = 0; w < NWAYS; w++)
+				cases[CASE(b, s, w)] = (struct bench_cg_case){
+					.label = way_names[w],
+					.run = cg_way,
+					.size = sizes[s],
+					.arg = &backends[b],
+					.pairs = sizes[s] >= 262144 ? 500 : 0,
+				};
+}
+
+static int backends_callgrind_child(void)
+{
+	find_raw_calls();
+	for (size_t b = 0; b < NBACKENDS; b++)
+		alloy_request_allocator(backends[b].name);
+	make_cases();
+	return bench_cg_cases(cases, NCASES);
+}
+
+/* ---- module vs raw: the figures --------------------------------------- */
+
+/*
+ * Throughput ratios raw/module per size of one backend, and raw/ops (the
+ * module's own ops called directly); NAN if skipped.
+ */
+static int module_vs_raw(const struct bench_opts *opts, size_t bi,
+			 const double *ins, double *ratio, double *ops_ratio)
+{
+	const struct backend *b = &backends[bi];
+	struct alloy_allocator *a = alloy_request_allocator(b->name);
+	char metric[128];
+
+	for (size_t s = 0; s < NSIZES; s++)
+		ratio[s] = ops_ratio[s] = NAN;
+	if (!a || !b->raw) {
+		bench_note("%s: skipped: %s", b->name,
+			   a ? "alloy was built without it"
+			     : alloy_last_error());
 		return 0;
 	}
-	for (int c = 0; c < CHUNKS; c++) {
-		if (c & 1) {
-			m[c] = module_round(a, iters);
-			o[c] = ops_round(a, iters);
-			r[c] = raw(iters);
-		} else {
-			r[c] = raw(iters);
-			o[c] = ops_round(a, iters);
-			m[c] = module_round(a, iters);
-		}
-		if (r[c] < 0 || m[c] < 0 || o[c] < 0)
+	for (size_t s = 0; s < NSIZES; s++) {
+		long iters =
+			bench_iters(opts, sizes[s] >= 262144 ? 1000 : 4000);
+		const double *in = &ins[CASE(bi, s, 0)];
+		size_t sz = sizes[s];
+		const struct bench_way ways[NWAYS] = {
+			[WAY_RAW] = { b->raw, NULL },
+			[WAY_OPS] = { ops_round, a },
+			[WAY_MODULE] = { module_round, a },
+		};
+		double med[NWAYS], mr, mm, mo;
+
+		if (bench_side_by_side(ways, NWAYS, sz, iters, CHUNKS, med))
 			return -1;
+		mr = med[WAY_RAW];
+		mo = med[WAY_OPS];
+		mm = med[WAY_MODULE];
+		ratio[s] = mr / mm;
+		ops_ratio[s] = mr / mo;
+		snprintf(metric, sizeof(metric), "%s %zu B raw %s", b->name, sz,
+			 b->raw_name);
+		bench_result("backends", metric, mr, "ns/pair", GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric), "%s %zu B module ops directly",
+			 b->name, sz);
+		bench_result("backends", metric, mo, "ns/pair", GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric),
+			 "%s %zu B module through alloy_alloc", b->name, sz);
+		bench_result("backends", metric, mm, "ns/pair", GOAL_NONE, 0);
+		snprintf(metric, sizeof(metric),
+			 "%s %zu B module/raw throughput", b->name, sz);
+		bench_result("backends", metric, ratio[s], "x", GOAL_AT_LEAST,
+			     sz == 64 ? 0.75 : 0.95);
+		for (int w = 0; w < NWAYS && !isnan(in[WAY_RAW]); w++) {
+			snprintf(metric, sizeof(metric),
+				 "%s %zu B instructions: %s", b->name, sz,
+				 way_names[w]);
+			bench_result("backends", metric, in[w], "instr",
+				     GOAL_NONE, 0);
+		}
 	}
-	mr = bench_median(r, CHUNKS);
-	mm = bench_median(m, CHUNKS);
-	mo = bench_median(o, CHUNKS);
-	snprintf(metric, sizeof(metric), "%s raw %s", name, raw_name);
-	bench_result("backends", metric, mr, "ns/pair", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s module through alloy_alloc", name);
-	bench_result("backends", metric, mm, "ns/pair", GOAL_NONE, 0);
-	/* Split the gap: the module's ops alone, and alloy's path on top. */
-	snprintf(metric, sizeof(metric), "%s module ops called directly", name);
-	bench_result("backends", metric, mo, "ns/pair", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s module ops/raw throughput", name);
-	bench_result("backends", metric, mr / mo, "x", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s module/raw throughput", name);
-	bench_result("backends", metric, mr / mm, "x", GOAL_AT_LEAST, 0.95);
 	return 0;
 }
 
@@ -277,8 +366,8 @@ static int larson(const struct bench_opts *opts)
 	for (int n = 0; n < 3; n++) {
 		a[n] = alloy_request_allocator(names[n]);
 		if (!a[n])
-			printf("  larson %s: skipped: %s\n", names[n],
-			       alloy_last_error());
+			bench_note("larson %s: skipped: %s", names[n],
+				   alloy_last_error());
 	}
 	for (int threads = 1; threads <= MAX_THREADS; threads++) {
 		double runs[3][5];
@@ -313,19 +402,88 @@ static int larson(const struct bench_opts *opts)
 	return 0;
 }
 
+/* The 64 B row of each module. */
+static void summarise_64(const double ratio[NBACKENDS][NSIZES],
+			 const double *ins)
+{
+	char figure[128], measured[32], instr[96];
+
+	for (size_t b = 0; b < NBACKENDS; b++) {
+		const double *in = &ins[CASE(b, 0, 0)];
+
+		if (isnan(ratio[b][0]))
+			continue;
+		snprintf(figure, sizeof(figure), "%s module / raw %s, 64 B",
+			 backends[b].name, backends[b].raw_name);
+		snprintf(measured, sizeof(measured), "%.2f", ratio[b][0]);
+		if (isnan(in[WAY_RAW]))
+			snprintf(instr, sizeof(instr), "n/a");
+		else
+			snprintf(instr, sizeof(instr),
+				 "module %.0f (ops %.0f), raw %.0f",
+				 in[WAY_MODULE], in[WAY_OPS], in[WAY_RAW]);
+		bench_summary(figure, ">= 0.75", measured, instr,
+			      bench_verdict(ratio[b][0] >= 0.75));
+	}
+}
+
+/*
+ * The 4 KiB - 1 MiB row of one way against raw, both backends: the
+ * module through alloy (the goal), or its ops alone (what the module
+ * itself adds, the rest being bench core's framework).
+ */
+static void summarise_large(const char *figure, int way,
+			    const double ratio[NBACKENDS][NSIZES],
+			    const double *ins)
+{
+	char measured[32], instr[192], *p = instr;
+	double lo, hi, all[NBACKENDS * (NSIZES - 1)];
+
+	*p = '\0';
+	for (size_t b = 0; b < NBACKENDS; b++) {
+		double w[NSIZES - 1], r[NSIZES - 1], wlo, whi, rlo, rhi;
+
+		for (size_t s = 1; s < NSIZES; s++) {
+			all[b * (NSIZES - 1) + s - 1] = ratio[b][s];
+			w[s - 1] = ins[CASE(b, s, way)];
+			r[s - 1] = ins[CASE(b, s, WAY_RAW)];
+		}
+		bench_range(w, NSIZES - 1, &wlo, &whi);
+		bench_range(r, NSIZES - 1, &rlo, &rhi);
+		if (!isnan(wlo))
+			p += snprintf(p, sizeof(instr) - (size_t)(p - instr),
+				      "%s%s %s %.0f-%.0f, raw %.0f-%.0f",
+				      p == instr ? "" : "; ", backends[b].name,
+				      way_names[way], wlo, whi, rlo, rhi);
+	}
+	bench_range(all, NBACKENDS * (NSIZES - 1), &lo, &hi);
+	if (isnan(lo))
+		return;
+	snprintf(measured, sizeof(measured), "%.2f - %.2f", lo, hi);
+	bench_summary(figure, way == WAY_MODULE ? ">= 0.95" : "-", measured,
+		      p == instr ? "n/a" : instr,
+		      way == WAY_MODULE ? bench_verdict(lo >= 0.95)
+					: VERDICT_NO_GOAL);
+}
+
 static int run_backends(const struct bench_opts *opts)
 {
-	double (*je)(long) = NULL, (*mi)(long) = NULL;
+	double ins[NCASES], ratio[NBACKENDS][NSIZES], ops[NBACKENDS][NSIZES];
 
-#ifdef ALLOY_HAVE_JEMALLOC
-	je = jemalloc_round;
-#endif
-#ifdef ALLOY_HAVE_MIMALLOC
-	mi = mimalloc_round;
-#endif
-	if (module_vs_raw(opts, "jemalloc", "mallocx+sdallocx", je) ||
-	    module_vs_raw(opts, "mimalloc", "mi_malloc_aligned+mi_free", mi))
-		return -1;
+	find_raw_calls();
+	for (size_t b = 0; b < NBACKENDS; b++)
+		alloy_request_allocator(backends[b].name);
+	make_cases();
+	bench_instructions(opts, "backends", cases, NCASES, ins);
+	for (size_t b = 0; b < NBACKENDS; b++)
+		if (module_vs_raw(opts, b, ins, ratio[b], ops[b]))
+			return -1;
+	summarise_64(ratio, ins);
+	summarise_large("both modules / raw, 4 KiB - 1 MiB", WAY_MODULE, ratio,
+			ins);
+	summarise_large(
+		"the modules' own ops / raw, 4 KiB - 1 MiB (no framework)",
+		WAY_OPS, ops, ins);
 	return larson(opts);
 }
 
@@ -333,4 +491,5 @@ const struct bench bench_backends = {
 	.name = "backends",
 	.help = "jemalloc/mimalloc modules vs their raw APIs; larson-style threads",
 	.run = run_backends,
+	.callgrind_child = backends_callgrind_child,
 };
