@@ -3,9 +3,8 @@
  * reporter/ptrtable.c - the table of live blocks: growing a shard, and
  * the slow operations over all shards.  The hot path is ptrtable.h.
  */
-#include <stdlib.h>
-
 #include "ptrtable.h"
+#include "core/arena.h"
 
 #define MIN_CAP 64
 
@@ -25,14 +24,15 @@ static void place(struct rep_block *slots, size_t cap,
 int alloy__ptrtable_grow(struct rep_shard *s)
 {
 	size_t cap = s->cap ? 2 * s->cap : MIN_CAP;
-	struct rep_block *n = calloc(cap, sizeof(*n));
+	struct rep_block *n = alloy__arena_alloc(cap * sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->slots[i].ptr)
 			place(n, cap, &s->slots[i]);
-	free(s->slots);
+	/* Under the shard's lock, which every reader of slots takes. */
+	alloy__arena_free(s->slots, s->cap * sizeof(*n));
 	s->slots = n;
 	s->cap = cap;
 	return 0;

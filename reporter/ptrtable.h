@@ -11,9 +11,10 @@
  * its last REP_RECENT frees, which is how a second free of the same
  * pointer is told from a pointer the reporter never saw.
  *
- * The table's memory comes from libc, never from alloy: the reporter
- * must not report itself.  Growing, listing and the rest are in
- * ptrtable.c.
+ * The table's memory comes from alloy's arena (core/arena.h), never from
+ * an allocator the reporter watches or from the process's malloc: the
+ * reporter must not report itself, nor recurse into a malloc that alloy
+ * serves.  Growing, listing and the rest are in ptrtable.c.
  */
 #ifndef ALLOY_REPORTER_PTRTABLE_H
 #define ALLOY_REPORTER_PTRTABLE_H
@@ -111,9 +112,7 @@ alloy__ptrtable_insert(const struct rep_block *b)
 	for (i = home(h, s->cap); s->slots[i].ptr; i = (i + 1) & (s->cap - 1))
 		if (s->slots[i].ptr == b->ptr)
 			break;
-	if (s->slots[i].ptr == b->ptr)
-		free(s->slots[i].frames);
-	else
+	if (s->slots[i].ptr != b->ptr)
 		s->used++;
 	s->slots[i] = *b;
 	shard_unlock(s);
@@ -145,7 +144,7 @@ static inline void rep_delete_at(struct rep_shard *s, size_t i)
 
 /*
  * Remove ptr and copy its record to *out: 0; -ENOENT never seen;
- * -EALREADY freed recently (a double free).  The caller owns out->frames.
+ * -EALREADY freed recently (a double free).
  */
 static inline __attribute__((always_inline)) int
 alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
