@@ -304,6 +304,13 @@ struct alloy__owner {
 	char path[ALLOY_OWNER_MAX + 1];
 };
 
+/*
+ * A copy of label kept for the life of the process (the same pointer for
+ * the same text), for labels that outlive their callers: a blob's name on
+ * its tensor.  NULL for NULL, "", a label too long, or without memory.
+ */
+ALLOY_HIDDEN const char *alloy__owner_intern(const char *label);
+
 /* t's owner labels when at least one is in force, else NULL. */
 static inline struct alloy__owner *alloy__owner_of(struct alloy__tls *t)
 {

@@ -133,3 +133,46 @@ const char *alloy_owner_current(void)
 
 	return o ? o->path : NULL;
 }
+
+/* ---- labels that outlive their callers ---------------------------------- */
+
+/*
+ * Copies kept for good, so that a tensor can hold its blob's name past
+ * the blob (tensor/blob.c).  Few and small: one per distinct blob name.
+ */
+struct interned {
+	struct interned *next;
+	char label[];
+};
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct interned *intern_table[256];
+
+const char *alloy__owner_intern(const char *label)
+{
+	uint64_t h = 14695981039346656037ULL;
+	struct interned **head, *i;
+	size_t n;
+
+	if (!label || !label[0])
+		return NULL;
+	n = strlen(label);
+	if (n > ALLOY_OWNER_MAX)
+		return NULL;
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ (unsigned char)label[k]) * 1099511628211ULL;
+	head = &intern_table[h % ARRAY_SIZE(intern_table)];
+	pthread_mutex_lock(&intern_lock);
+	for (i = *head; i; i = i->next)
+		if (!strcmp(i->label, label))
+			goto out;
+	i = alloy__arena_alloc(sizeof(*i) + n + 1);
+	if (i) {
+		memcpy(i->label, label, n + 1);
+		i->next = *head;
+		*head = i;
+	}
+out:
+	pthread_mutex_unlock(&intern_lock);
+	return i ? i->label : NULL;
+}
