@@ -114,7 +114,7 @@ static void put_line(char *line, char *end)
 
 /* ---- declarations ------------------------------------------------------- */
 
-/* "M START END OFFSET PATH" for objects loaded since the last look. */
+/* "M START END OFFSET BUILDID PATH" for objects loaded since the last look. */
 static void declare_modules(void)
 {
 	uint32_t n = alloy__rep_modules_count();
@@ -131,6 +131,13 @@ static void declare_modules(void)
 		p = put_hex(p, m->end);
 		*p++ = ' ';
 		p = put_hex(p, m->offset);
+		*p++ = ' ';
+		for (int i = 0; i < m->build_id_len; i++) {
+			*p++ = "0123456789abcdef"[m->build_id[i] >> 4];
+			*p++ = "0123456789abcdef"[m->build_id[i] & 15];
+		}
+		if (!m->build_id_len)
+			*p++ = '-';
 		*p++ = ' ';
 		snprintf(p, (size_t)(line + sizeof(line) - p), "%s", m->path);
 		put_line(line, p + strlen(p));
@@ -338,8 +345,6 @@ static void log_event(char op, uintptr_t ptr, const struct rep_block *b,
 void alloy__rep_emit(char op, uintptr_t ptr, const struct rep_block *b,
 		     const struct rep_entry *e, int64_t total)
 {
-	if (unlikely(alloy__rep_session_reopen_pending()))
-		alloy__rep_session_reopen();
 	if (atomic_load_explicit(&alloy__rep_tracing, memory_order_relaxed))
 		trace_event(op, ptr, b, e);
 	if (atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed))

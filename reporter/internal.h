@@ -11,6 +11,7 @@
  * stream.c     bounded, line-buffered output for the trace and event log
  * session.c    configured start, files (%p, saved stderr), fork, exit
  * print.c      the summary and leak report in text or JSON
+ * symtab.c     frames named in the running process, for that report
  */
 #ifndef ALLOY_REPORTER_INTERNAL_H
 #define ALLOY_REPORTER_INTERNAL_H
@@ -184,6 +185,8 @@ struct rep_module {
 	uintptr_t start, end; /* addresses */
 	uintptr_t offset;     /* file offset of start */
 	uint32_t gen;	      /* as for nodes */
+	uint8_t build_id_len; /* 0: none */
+	uint8_t build_id[20]; /* GNU build id: the file is still this one */
 	char path[];
 };
 
@@ -333,7 +336,7 @@ ALLOY_HIDDEN int alloy__rep_print(void (*write)(void *arg, const char *text),
 				  void *arg, enum alloy_report_format format,
 				  enum rep_leaks leaks);
 
-/* A frame as "function+0x12 (module)" from the running process. */
+/* A frame as "function+0x12 (module)" from the running process (symtab.c). */
 ALLOY_HIDDEN const char *alloy__rep_frame_str(uintptr_t frame, char *buf,
 					      size_t len);
 

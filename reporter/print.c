@@ -4,7 +4,6 @@
  * JSON, written through a caller's callback (jemalloc's malloc_stats_print
  * style) so that it can go to a file, a log or a string.
  */
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,39 +71,6 @@ const char *alloy__rep_device_str(struct alloy_device d, char *buf, size_t len)
 		snprintf(buf, len, "%s:%d", t, d.index);
 	else
 		snprintf(buf, len, "type%d:%d", d.type, d.index);
-	return buf;
-}
-
-/*
- * dladdr() knows the dynamic symbols only and calls no malloc; the
- * offline report (alloy report, from the trace) names static functions
- * and lines as well.  A return address is looked up one byte back, in
- * the call instruction, which may be the last of its function.
- */
-const char *alloy__rep_frame_str(uintptr_t frame, char *buf, size_t len)
-{
-	const char *obj;
-	Dl_info info;
-
-	if (frame == REP_FRAME_MORE) {
-		snprintf(buf, len, "... (more frames)");
-		return buf;
-	}
-	if (!dladdr((void *)(frame - 1), &info) || !info.dli_fname) {
-		snprintf(buf, len, "%#llx", (unsigned long long)frame);
-		return buf;
-	}
-	obj = strrchr(info.dli_fname, '/');
-	obj = obj ? obj + 1 : info.dli_fname;
-	if (info.dli_sname && info.dli_saddr)
-		snprintf(
-			buf, len, "%s+%#llx (%s)", info.dli_sname,
-			(unsigned long long)(frame - (uintptr_t)info.dli_saddr),
-			obj);
-	else
-		snprintf(buf, len, "%s+%#llx", obj,
-			 (unsigned long long)(frame -
-					      (uintptr_t)info.dli_fbase));
 	return buf;
 }
 

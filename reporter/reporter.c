@@ -309,6 +309,18 @@ static inline bool emitting(void)
 	       atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed);
 }
 
+/*
+ * A forked child whose files are its own opens them at its first event,
+ * before that event touches the table: its trace starts with the blocks
+ * it inherited, and this one comes after.
+ */
+static inline void child_files(void)
+{
+	if (unlikely(emitting()) &&
+	    unlikely(alloy__rep_session_reopen_pending()))
+		alloy__rep_session_reopen();
+}
+
 /* ---- recording ----------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void
@@ -321,6 +333,7 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 		.align = align <= UINT32_MAX ? (uint32_t)align : 0,
 	};
 
+	child_files();
 	if (R.backtrace)
 		b.stack = alloy__rep_stack_capture();
 	b.owner = alloy__rep_owner_id(alloy__tls_self);
@@ -336,9 +349,11 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 							     bool by_hand)
 {
 	struct rep_block b;
-	int rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
 	struct rep_entry *e;
+	int rc;
 
+	child_files();
+	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
 	if (rc) {
 		if (!by_hand) {
 			/* Made while recording was off: not ours to count. */

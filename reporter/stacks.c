@@ -109,7 +109,7 @@ static bool module_known(uintptr_t start, uintptr_t end, const char *path)
 }
 
 static void module_add(uintptr_t start, uintptr_t end, uintptr_t offset,
-		       const char *path)
+		       const char *path, const uint8_t *id, size_t id_len)
 {
 	size_t len = strlen(path);
 	struct rep_module **slot, *m;
@@ -123,15 +123,53 @@ static void module_add(uintptr_t start, uintptr_t end, uintptr_t offset,
 	m->start = start;
 	m->end = end;
 	m->offset = offset;
+	m->build_id_len = (uint8_t)id_len;
+	memcpy(m->build_id, id, id_len);
 	memcpy(m->path, path, len + 1);
 	*slot = m;
 	alloy__rep_vec_publish(&S.modules);
+}
+
+/*
+ * The GNU build id of a loaded object, from its notes in memory: the
+ * report checks it against the file it reads, which may have been
+ * rebuilt since.
+ */
+static size_t build_id(const struct dl_phdr_info *info, uint8_t *id)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p, *end;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof(*nh);
+			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+
+			if (desc + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID &&
+			    nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+			    nh->n_descsz && nh->n_descsz <= 20) {
+				memcpy(id, desc, nh->n_descsz);
+				return nh->n_descsz;
+			}
+			p = desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 0;
 }
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	char exe[ALLOY_CONF_PATH_MAX];
 	const char *path = info->dlpi_name;
+	uint8_t id[20];
+	size_t id_len = build_id(info, id);
 
 	(void)size;
 	(void)arg;
@@ -149,7 +187,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		module_add(info->dlpi_addr + ph->p_vaddr,
 			   info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
-			   ph->p_offset, path);
+			   ph->p_offset, path, id, id_len);
 	}
 	return 0;
 }

@@ -7,6 +7,7 @@
  * named from the trace's module map (tools/symbols.c).  Shares are of the
  * device's live bytes at that moment.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +22,17 @@ const char *report_owner(const struct trace *tr, uint32_t owner)
 }
 
 const char *report_site_label(const struct report_ctx *c, uint32_t stack,
-			      char *buf, size_t len)
+			      bool lines, char *buf, size_t len)
 {
 	uint32_t parent;
 	size_t n;
 
 	if (!trace_stack_known(stack))
 		return symbols_no_stack(stack);
-	symbols_name(c->sym, stack, buf, len);
+	if (lines)
+		symbols_name(c->sym, stack, buf, len);
+	else
+		symbols_func(c->sym, stack, buf, len);
 	parent = c->tr->nodes[stack].parent;
 	n = strlen(buf);
 	if (trace_stack_known(parent) && n + 4 < len) {
@@ -51,6 +55,102 @@ void report_resolve(const struct report_ctx *c)
 		symbols_resolve(c->sym, ids, dev->nsites);
 		free(ids);
 	}
+}
+
+/* ---- one site per stack of names ---------------------------------------- */
+
+struct canon {
+	const struct report_ctx *c;
+	struct {
+		char *sig;
+		uint32_t stack;
+	} * seen;
+	size_t n, cap;
+	struct blockmap by_hash; /* hash of a signature -> its first index */
+};
+
+static uint64_t sig_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h | 1; /* never 0: the map's empty key */
+}
+
+/* The stack as its frames' names, one per line. */
+static char *signature(const struct report_ctx *c, uint32_t stack)
+{
+	char name[1024], *sig = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&sig, &len);
+
+	if (!f)
+		return NULL;
+	for (uint32_t id = stack; trace_stack_known(id);
+	     id = c->tr->nodes[id].parent)
+		fprintf(f, "%s\n",
+			symbols_name(c->sym, id, name, sizeof(name)));
+	fclose(f);
+	return sig;
+}
+
+static uint32_t canon_of(void *arg, uint32_t stack)
+{
+	struct canon *k = arg;
+	struct blockmap_slot *slot;
+	uint64_t h;
+	char *sig;
+
+	if (!trace_stack_known(stack))
+		return stack;
+	sig = signature(k->c, stack);
+	if (!sig)
+		return stack;
+	h = sig_hash(sig);
+	slot = blockmap_find(&k->by_hash, h);
+	if (slot && !strcmp(k->seen[slot->value].sig, sig)) {
+		free(sig);
+		return k->seen[slot->value].stack;
+	}
+	/* Two signatures of one hash: look at all (never seen in practice). */
+	for (size_t i = 0; slot && i < k->n; i++)
+		if (!strcmp(k->seen[i].sig, sig)) {
+			free(sig);
+			return k->seen[i].stack;
+		}
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 64;
+		void *n = realloc(k->seen, cap * sizeof(*k->seen));
+
+		if (!n) {
+			free(sig);
+			return stack;
+		}
+		k->seen = n;
+		k->cap = cap;
+	}
+	if (!slot && blockmap_insert(&k->by_hash, h, k->n)) {
+		free(sig);
+		return stack;
+	}
+	k->seen[k->n].sig = sig;
+	k->seen[k->n++].stack = stack;
+	return stack;
+}
+
+int report_merge_sites(const struct report_ctx *c, struct trace_at *at)
+{
+	struct canon k = { .c = c };
+	int rc;
+
+	report_resolve(c);
+	rc = trace_at_merge(at, canon_of, &k);
+	for (size_t i = 0; i < k.n; i++)
+		free(k.seen[i].sig);
+	free(k.seen);
+	blockmap_free(&k.by_hash);
+	return rc;
 }
 
 void report_stack_lines(FILE *out, const struct report_ctx *c, uint32_t stack,

@@ -33,6 +33,8 @@ struct options {
 	bool by_owner, progress;
 	size_t top;
 	bool top_set;
+	bool at_peak; /* --at, parsed */
+	uint64_t at_ns;
 };
 
 /* ---- progress ---------------------------------------------------------- */
@@ -231,6 +233,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 			"--at goes with text, json, flamegraph and flamegraph-svg; the timeline shows every moment");
 	if (!o->top_set)
 		o->top = o->fmt == F_TEXT ? 20 : 0;
+	o->at_peak = true;
+	if (o->at) {
+		char err[256];
+
+		if (trace_parse_at(o->at, &o->at_peak, &o->at_ns, err,
+				   sizeof(err)))
+			return cli_usage_error(&cmd_report, "%s", err);
+	}
 	return 0;
 }
 
@@ -272,8 +282,6 @@ static int write_report(FILE *out, const struct options *o,
 		       o->fmt == F_SVG || o->fmt == F_HTML;
 	struct trace_at at;
 	char err[512];
-	bool peak = true;
-	uint64_t t_ns = 0;
 	int rc = 0;
 
 	if (!need_at) {
@@ -283,8 +291,6 @@ static int write_report(FILE *out, const struct options *o,
 			report_summary_text(out, o->path, tr, sum);
 		return 0;
 	}
-	if (o->at && trace_parse_at(o->at, &peak, &t_ns, err, sizeof(err)))
-		goto fail;
 	/* The timeline labels the overall peak: one moment for all devices. */
 	if (o->fmt == F_SVG || o->fmt == F_HTML) {
 		if (tr->nev &&
@@ -292,12 +298,13 @@ static int write_report(FILE *out, const struct options *o,
 			goto fail;
 		if (!tr->nev)
 			memset(&at, 0, sizeof(at));
-	} else if (trace_at(tr, peak, t_ns, &at, err, sizeof(err))) {
+	} else if (trace_at(tr, o->at_peak, o->at_ns, &at, err, sizeof(err))) {
 		goto fail;
 	}
 	c.at = &at;
 	c.sym = symbols_new(tr, false);
-	if (!c.sym) {
+	if (!c.sym || report_merge_sites(&c, &at)) {
+		symbols_free(c.sym);
 		trace_at_free(&at);
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;

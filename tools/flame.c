@@ -141,16 +141,16 @@ static int add_pair(struct ftree *t, const struct report_ctx *c,
 		path[n++] = id;
 		cut |= c->tr->nodes[id].parent == TRACE_STACK_MISSING;
 	}
-	if (!trace_stack_known(g->stack)) {
-		at = fnode_child(t, at, "unknown", symbols_no_stack(g->stack),
-				 false);
-	} else if (cut) {
-		at = fnode_child(t, at, "[frames missing]",
-				 "the trace's stack table is cut", false);
-	}
-	if (at < 0)
-		return -1;
-	if (at) {
+	if (!trace_stack_known(g->stack) || cut) {
+		if (!trace_stack_known(g->stack))
+			at = fnode_child(t, at, "unknown",
+					 symbols_no_stack(g->stack), false);
+		else
+			at = fnode_child(t, at, "[frames missing]",
+					 "the trace's stack table is cut",
+					 false);
+		if (at < 0)
+			return -1;
 		t->n[at].bytes += g->bytes;
 		t->n[at].blocks += g->blocks;
 	}

@@ -331,6 +331,35 @@ void trace_at_free(struct trace_at *at)
 	memset(at, 0, sizeof(*at));
 }
 
+int trace_at_merge(struct trace_at *at,
+		   uint32_t (*canon)(void *arg, uint32_t stack), void *arg)
+{
+	for (size_t d = 0; d < at->ndev; d++) {
+		struct at_device *dev = &at->dev[d];
+		struct groups pairs = { 0 };
+
+		for (size_t i = 0; i < dev->npairs; i++) {
+			const struct at_group *p = &dev->pairs[i];
+			uint32_t st = canon(arg, p->stack);
+
+			if (group_add(&pairs, (uint64_t)p->owner << 32 | st, st,
+				      p->owner, p->bytes, p->blocks)) {
+				groups_free(&pairs);
+				return -ENOMEM;
+			}
+		}
+		free(dev->pairs);
+		free(dev->sites);
+		free(dev->owners);
+		dev->sites = dev->owners = NULL;
+		dev->nsites = dev->nowners = 0;
+		groups_take(&pairs, &dev->pairs, &dev->npairs);
+		if (derive(dev))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ---- per column, for the HTML timeline ---------------------------------- */
 
 /* Keys with bytes live, for picking the largest quickly. */

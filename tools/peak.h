@@ -49,6 +49,15 @@ int trace_at_event(const struct trace *tr, size_t event, struct trace_at *at,
 void trace_at_free(struct trace_at *at);
 
 /*
+ * Count stacks that canon maps to one stack as one site: pairs, sites
+ * and owners are summed again.  (Two call sites a compiler made of one
+ * source line, an unrolled loop, differ only in their addresses.)
+ * 0 or -ENOMEM.
+ */
+int trace_at_merge(struct trace_at *at,
+		   uint32_t (*canon)(void *arg, uint32_t stack), void *arg);
+
+/*
  * The top groups of every column of a timeline of ncols columns, each at
  * the moment the column's total was highest: for the HTML timeline.
  * out[c * k + i] is the i-th largest site (by_owner false) or owner of

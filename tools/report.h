@@ -45,13 +45,19 @@ void report_summary_text(FILE *out, const char *path, const struct trace *tr,
 /* Name every frame the moment's groups use (one addr2line per object). */
 void report_resolve(const struct report_ctx *c);
 
+/*
+ * Name the frames, then count stacks whose frames have the same names as
+ * one site (at is c->at).  0 or -ENOMEM.
+ */
+int report_merge_sites(const struct report_ctx *c, struct trace_at *at);
+
 /* The frames of a stack, innermost first, as names; stops at depth. */
 void report_stack_lines(FILE *out, const struct report_ctx *c, uint32_t stack,
 			const char *indent, size_t depth);
 
-/* A site in one line: "func (file.c:42) < caller". */
+/* A site in one line: "func (file.c:42) < caller", or without lines. */
 const char *report_site_label(const struct report_ctx *c, uint32_t stack,
-			      char *buf, size_t len);
+			      bool lines, char *buf, size_t len);
 
 /* "layer3/conv", or "(no owner)". */
 const char *report_owner(const struct trace *tr, uint32_t owner);

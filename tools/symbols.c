@@ -203,34 +203,46 @@ static int by_addr(const void *a, const void *b)
 	return (int)(strlen(x->name) - strlen(y->name));
 }
 
-/* The separate debug file of im, by build id, if there is one. */
-static char *debug_file(const struct elf_image *im)
+/* im's GNU build id as hex into hex (41 bytes); false when it has none. */
+static bool image_build_id(const struct elf_image *im, char *hex)
 {
 	const Elf64_Shdr *sh = section(im, ".note.gnu.build-id");
 	const Elf64_Nhdr *nh;
 	const unsigned char *id;
-	char path[256], *p;
 
+	hex[0] = '\0';
 	if (!sh || !in_image(im, sh->sh_offset, sh->sh_size) ||
 	    sh->sh_size < sizeof(*nh))
-		return NULL;
+		return false;
 	nh = (const Elf64_Nhdr *)((const char *)im->map + sh->sh_offset);
 	if (nh->n_type != NT_GNU_BUILD_ID || nh->n_descsz < 2 ||
-	    nh->n_descsz > 64 ||
+	    nh->n_descsz > 20 ||
 	    sizeof(*nh) + ((nh->n_namesz + 3) & ~3u) + nh->n_descsz >
 		    sh->sh_size)
-		return NULL;
+		return false;
 	id = (const unsigned char *)(nh + 1) + ((nh->n_namesz + 3) & ~3u);
-	p = path + snprintf(path, sizeof(path),
-			    "/usr/lib/debug/.build-id/%02x/", id[0]);
-	for (unsigned i = 1; i < nh->n_descsz; i++)
-		p += snprintf(p, 4, "%02x", id[i]);
-	snprintf(p, 8, ".debug");
+	for (unsigned i = 0; i < nh->n_descsz; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	return true;
+}
+
+/* The separate debug file of an object, by build id, if there is one. */
+static char *debug_file(const char *hex)
+{
+	char path[128];
+
+	if (strlen(hex) < 4)
+		return NULL;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug",
+		 hex, hex + 2);
 	return access(path, R_OK) ? NULL : strdup(path);
 }
 
-static void object_load(struct symbols *s, struct object *o)
+static void object_load(struct symbols *s, struct object *o,
+			const struct trace_module *m)
 {
+	char hex[41];
+
 	o->tried = true;
 	if (!image_open(&o->img, o->path)) {
 		if (!s->quiet)
@@ -239,12 +251,22 @@ static void object_load(struct symbols *s, struct object *o)
 				o->path, strerror(errno));
 		return;
 	}
+	image_build_id(&o->img, hex);
+	if (m->build_id[0] && strcmp(hex, m->build_id)) {
+		if (!s->quiet)
+			fprintf(stderr,
+				"alloy report: %s is not the file the trace saw (its build id differs: rebuilt since?); "
+				"its frames are shown as addresses\n",
+				o->path);
+		image_close(&o->img);
+		return;
+	}
 	o->ok = true;
 	o->ph = (const Elf64_Phdr *)((const char *)o->img.map +
 				     o->img.eh->e_phoff);
 	o->phnum = o->img.eh->e_phnum;
 	o->debug = section(&o->img, ".debug_line") != NULL;
-	o->dbg_path = debug_file(&o->img);
+	o->dbg_path = debug_file(hex);
 	if (o->dbg_path && image_open(&o->dbg, o->dbg_path))
 		o->debug |= section(&o->dbg, ".debug_line") != NULL;
 	read_symbols(o, &o->img, SHT_SYMTAB);
@@ -496,7 +518,7 @@ void symbols_resolve(struct symbols *s, const uint32_t *stacks, size_t n)
 			f->module = m->path;
 			f->offset = nd->frame - 1 - m->start + m->offset;
 			if (!o->tried)
-				object_load(s, o);
+				object_load(s, o, m);
 			if (!o->ok || !vaddr_of(o, f->offset, &va))
 				continue;
 			f->func = lookup(o, va);

@@ -29,8 +29,8 @@ static void note(struct timeline_notes *n, size_t rank, const char *name,
 
 	if (n->n + 2 > sizeof(n->text) / sizeof(n->text[0]))
 		return;
-	snprintf(n->text[n->n++], sizeof(n->text[0]), " %zu. %.36s%s", rank,
-		 name, strlen(name) > 36 ? ".." : "");
+	snprintf(n->text[n->n++], sizeof(n->text[0]), " %zu. %.38s%s", rank,
+		 name, strlen(name) > 38 ? ".." : "");
 	snprintf(n->text[n->n++], sizeof(n->text[0]), "     %.1f%%, %s",
 		 total ? 100.0 * (double)bytes / (double)total : 0,
 		 trace_human_bytes(bytes, hb, sizeof(hb)));
@@ -54,7 +54,8 @@ static void peak_notes(const struct report_ctx *c, struct timeline_notes *n)
 	for (size_t i = 0; i < best->nsites && i < TOP_NOTES; i++) {
 		uint32_t st = best->sites[i].stack;
 
-		note(n, i + 1, report_site_label(c, st, name, sizeof(name)),
+		note(n, i + 1,
+		     report_site_label(c, st, false, name, sizeof(name)),
 		     best->sites[i].bytes, best->bytes);
 	}
 	/* Owners only when some block has one. */
@@ -116,35 +117,47 @@ static const char page_script[] =
 	"document.body.setAttribute('data-rendered','yes');\n"
 	"})();\n";
 
-/* Column c's top groups as [[name index, bytes], ...]. */
+/* Column c's top groups as [[name index, bytes], ...], one per name. */
 static void col_groups(FILE *out, const struct at_group *g, int k,
 		       uint32_t *index_of, bool by_owner,
 		       const struct trace *tr)
 {
-	bool first = true;
+	uint32_t ix[TOP_COL];
+	uint64_t bytes[TOP_COL];
+	int n = 0;
 
-	fprintf(out, "[");
 	for (int i = 0; i < k && g[i].bytes; i++) {
 		uint32_t key = by_owner ? g[i].owner
 			       : g[i].stack == TRACE_STACK_MISSING
 				       ? (uint32_t)tr->nnodes + 1
 				       : g[i].stack;
+		int j;
 
-		fprintf(out, "%s[%u,%llu]", first ? "" : ",", index_of[key],
-			(unsigned long long)g[i].bytes);
-		first = false;
+		for (j = 0; j < n && ix[j] != index_of[key]; j++)
+			;
+		if (j == n) {
+			ix[n] = index_of[key];
+			bytes[n++] = 0;
+		}
+		bytes[j] += g[i].bytes;
 	}
+	fprintf(out, "[");
+	for (int j = 0; j < n; j++)
+		fprintf(out, "%s[%u,%llu]", j ? "," : "", ix[j],
+			(unsigned long long)bytes[j]);
 	fprintf(out, "]");
 }
 
 /*
  * The names the columns use, each once: index_of[key] is its place in
- * the list written.  Keys are node ids (sites) or owner ids.
+ * the list written.  Keys are node ids (sites) or owner ids; keys of one
+ * name (a site the compiler made two of) share its place.
  */
 static void names(FILE *out, const struct report_ctx *c,
 		  const struct at_group *top, size_t n, bool by_owner,
 		  uint32_t *index_of, size_t nkeys)
 {
+	char **seen = calloc(n + 1, sizeof(*seen));
 	uint32_t next = 0;
 	char name[512];
 
@@ -157,19 +170,30 @@ static void names(FILE *out, const struct report_ctx *c,
 			       : g->stack == TRACE_STACK_MISSING
 				       ? (uint32_t)c->tr->nnodes + 1
 				       : g->stack;
+		const char *label;
+		uint32_t k;
 
 		if (!g->bytes || index_of[key] != UINT32_MAX)
 			continue;
-		index_of[key] = next++;
+		label = by_owner ? report_owner(c->tr, g->owner)
+				 : report_site_label(c, g->stack, true, name,
+						     sizeof(name));
+		for (k = 0; seen && k < next; k++)
+			if (!strcmp(seen[k], label))
+				break;
+		index_of[key] = k;
+		if (seen && k < next)
+			continue;
+		if (seen)
+			seen[next] = strdup(label);
+		next++;
 		fprintf(out, "%s", next > 1 ? ",\n" : "");
-		if (by_owner)
-			json_string_script(out, report_owner(c->tr, g->owner));
-		else
-			json_string_script(out,
-					   report_site_label(c, g->stack, name,
-							     sizeof(name)));
+		json_string_script(out, label);
 	}
 	fprintf(out, "]");
+	for (uint32_t k = 0; seen && k < next; k++)
+		free(seen[k]);
+	free(seen);
 }
 
 int report_timeline_html(FILE *out, const struct report_ctx *c)

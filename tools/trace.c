@@ -666,7 +666,9 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 
 		/* id is START here. */
 		if (!(sep(t) && hex(t, &a) && sep(t) && hex(t, &b) && sep(t)))
-			return fail(r, "expected \"M START END OFFSET PATH\"");
+			return fail(
+				r,
+				"expected \"M START END OFFSET BUILDID PATH\"");
 		if (a <= id)
 			return fail(r, "module ends (%#llx) before it starts",
 				    (unsigned long long)a);
@@ -677,6 +679,12 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		m->start = id;
 		m->end = a;
 		m->offset = b;
+		if (!word(t, m->build_id, sizeof(m->build_id)) || !sep(t))
+			return fail(
+				r,
+				"expected \"M START END OFFSET BUILDID PATH\"");
+		if (!strcmp(m->build_id, "-"))
+			m->build_id[0] = '\0';
 		m->path = strndup(t->p, (size_t)(t->end - t->p));
 		if (!m->path)
 			return fail(r, "out of memory");

@@ -57,6 +57,7 @@ struct trace_series {
 /* An executable segment of a loaded object ("M" records). */
 struct trace_module {
 	uint64_t start, end, offset;
+	char build_id[41]; /* hex, "" when the object had none */
 	char *path;
 };
 
