@@ -368,15 +368,21 @@ static void take_line(struct symbols *s, struct sym_frame *f, char *text)
 
 /*
  * Run addr2line over the object's frames: addresses on its standard
- * input (a file, so it can never block), two lines back per address.
+ * input (a file, so it can never block).  With -i it names the functions
+ * inlined at an address too, innermost first, and with -a it starts each
+ * address's lines with the address: the frame is named after the last
+ * of them, the function the address is really in, at the line of the
+ * call there (what a site is to its reader; the symbol tables agree).
  */
 static void run_addr2line(struct symbols *s, struct object *o,
 			  const uint64_t *va)
 {
 	const char *tool = addr2line_path();
 	char in[] = "/tmp/alloy-addr2line.XXXXXX";
-	char line[4096];
+	char line[4096], func[4096];
 	int fd, pipefd[2];
+	struct sym_frame *fr = NULL;
+	size_t i = 0;
 	pid_t pid;
 	FILE *f;
 
@@ -391,8 +397,8 @@ static void run_addr2line(struct symbols *s, struct object *o,
 		close(fd);
 		return;
 	}
-	for (size_t i = 0; i < o->ntodo; i++)
-		fprintf(f, "%#llx\n", (unsigned long long)va[i]);
+	for (size_t k = 0; k < o->ntodo; k++)
+		fprintf(f, "%#llx\n", (unsigned long long)va[k]);
 	if (fflush(f) || lseek(fd, 0, SEEK_SET) || pipe(pipefd)) {
 		fclose(f);
 		return;
@@ -402,23 +408,28 @@ static void run_addr2line(struct symbols *s, struct object *o,
 		dup2(fd, 0);
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
-		execl(tool, tool, "-f", "-C", "-e",
+		execl(tool, tool, "-a", "-i", "-f", "-C", "-e",
 		      o->dbg.map ? o->dbg_path : o->path, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
 	fclose(f);
 	f = pid > 0 ? fdopen(pipefd[0], "r") : NULL;
-	for (size_t i = 0; f && i < o->ntodo; i++) {
-		struct sym_frame *fr = &s->frames[o->todo[i]];
-
-		if (!fgets(line, sizeof(line), f))
-			break;
+	while (f && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (line[0] && strcmp(line, "??"))
-			fr->func = keep(s, line, strlen(line));
-		if (!fgets(line, sizeof(line), f))
+		if (line[0] == '0' && line[1] == 'x') {
+			/* The next address: its frame. */
+			fr = i < o->ntodo ? &s->frames[o->todo[i++]] : NULL;
+			continue;
+		}
+		snprintf(func, sizeof(func), "%s", line);
+		if (!fgets(line, sizeof(line), f) || !fr)
 			break;
+		/* Each pair replaces the last: the outermost one stays. */
+		if (func[0] && strcmp(func, "??"))
+			fr->func = keep(s, func, strlen(func));
+		fr->file = NULL;
+		fr->line = 0;
 		take_line(s, fr, line);
 	}
 	if (f)

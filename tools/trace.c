@@ -48,6 +48,7 @@ struct reader {
 	} * vseries;
 	size_t nvseries;
 	size_t v1_threads; /* version 1: threads seen (by tid) */
+	bool time_wrapped;
 	size_t modcap;
 };
 
@@ -467,16 +468,27 @@ static int v1_event(struct reader *r, struct tok *t, char op, const char *line)
 
 /* ---- version 2 ------------------------------------------------------ */
 
+/* The time field: since the previous event.  Sums that wrap are errors. */
 static bool v2_time(struct reader *r, struct tok *t, struct trace_event *e)
 {
 	uint64_t dt;
 
 	if (!(sep(t) && dec(t, &dt)))
 		return false;
-	if (__builtin_add_overflow(r->t_ns, dt, &r->t_ns))
+	if (__builtin_add_overflow(r->t_ns, dt, &r->t_ns)) {
+		r->time_wrapped = true;
 		return false;
+	}
 	e->t_ns = r->t_ns;
 	return true;
+}
+
+/* The error of a record that did not parse. */
+static int bad_record(struct reader *r, const char *want)
+{
+	if (r->time_wrapped)
+		return fail(r, "time passes 2^64 ns");
+	return fail(r, "expected \"%s\"", want);
 }
 
 static int v2_thread(struct reader *r, uint64_t id, uint32_t *out)
@@ -539,9 +551,7 @@ static int v2_alloc(struct reader *r, struct tok *t)
 		return -1;
 	return add_event(r, &e);
 bad:
-	return fail(
-		r,
-		"expected \"a DT THREAD SERIES BLOCK SIZE [STACK [OWNER]]\"");
+	return bad_record(r, "a DT THREAD SERIES BLOCK SIZE [STACK [OWNER]]");
 }
 
 static int v2_other(struct reader *r, struct tok *t, char op)
@@ -551,7 +561,10 @@ static int v2_other(struct reader *r, struct tok *t, char op)
 
 	if (!(v2_time(r, t, &e) && sep(t) && dec(t, &th) && sep(t) &&
 	      hex(t, &e.block) && at_end(t)))
-		return fail(r, "expected \"%c DT THREAD BLOCK\"", op);
+		return bad_record(r, op == TRACE_FREE ? "f DT THREAD BLOCK"
+				     : op == TRACE_UNKNOWN_FREE
+					     ? "u DT THREAD BLOCK"
+					     : "d DT THREAD BLOCK");
 	if (!e.block)
 		return fail(r, "block 0 is not a block");
 	if (v2_thread(r, th, &e.thread))
