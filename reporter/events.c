@@ -38,6 +38,7 @@ struct rep_stream alloy__rep_log = {
 	.fd = -1,
 };
 atomic_bool alloy__rep_tracing, alloy__rep_logging;
+_Atomic uint32_t alloy__rep_trace_gen;
 
 /* The trace's state; all under alloy__rep_trace.lock. */
 static struct {
@@ -295,13 +296,18 @@ static void write_alloc(const struct rep_block *b, const struct rep_entry *e,
 }
 
 static void trace_event(char op, uintptr_t ptr, const struct rep_block *b,
-			const struct rep_entry *e)
+			const struct rep_entry *e, uint32_t gen)
 {
 	uint64_t now = alloy__rep_now_ns();
 	char line[64], *p = line;
 
 	if (!alloy__stream_begin(&alloy__rep_trace))
 		return;
+	/* Of a trace that has ended since: the next one has it already. */
+	if (gen != W.gen) {
+		alloy__stream_end(&alloy__rep_trace, now);
+		return;
+	}
 	if (op == 'a') {
 		write_alloc(b, e, now);
 	} else {
@@ -343,10 +349,10 @@ static void log_event(char op, uintptr_t ptr, const struct rep_block *b,
 }
 
 void alloy__rep_emit(char op, uintptr_t ptr, const struct rep_block *b,
-		     const struct rep_entry *e, int64_t total)
+		     const struct rep_entry *e, int64_t total, uint32_t traced)
 {
-	if (atomic_load_explicit(&alloy__rep_tracing, memory_order_relaxed))
-		trace_event(op, ptr, b, e);
+	if (traced)
+		trace_event(op, ptr, b, e, traced);
 	if (atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed))
 		log_event(op, ptr, b, e, total);
 }
@@ -359,7 +365,8 @@ static void write_header(const char *note)
 	char line[160];
 	int n;
 
-	W.gen++;
+	if (!++W.gen) /* 0 means no trace */
+		W.gen = 1;
 	W.t0_ns = alloy__rep_now_ns();
 	W.last_ns = 0;
 	W.events = 0;
@@ -377,56 +384,48 @@ static void write_header(const char *note)
 	declare_modules();
 }
 
-int alloy__rep_trace_open(const char *where, const char *note)
-{
-	int rc = alloy__stream_open(&alloy__rep_trace, "trace", where,
-				    TRACE_BUF);
-
-	if (rc)
-		return rc;
-	alloy__rep_modules_scan();
-	if (alloy__stream_begin(&alloy__rep_trace)) {
-		write_header(note);
-		alloy__stream_end(&alloy__rep_trace, alloy__rep_now_ns());
-	}
-	atomic_store(&alloy__rep_tracing, true);
-	return 0;
-}
-
-static int write_inherited(const struct rep_block *b, void *arg)
+static int write_live(const struct rep_block *b, void *arg)
 {
 	write_alloc(b, &alloy__rep_entries[b->entry], *(uint64_t *)arg);
 	return 0;
 }
 
-int alloy__rep_trace_reopen_child(const char *where)
+int alloy__rep_trace_open(const char *where, const char *note)
 {
-	char note[48];
 	uint64_t now;
 	int rc;
 
-	snprintf(note, sizeof(note), "forked_from=%ld", (long)getppid());
 	alloy__stream_drop(&alloy__rep_trace);
-	rc = alloy__rep_trace_open(where, note);
+	rc = alloy__stream_open(&alloy__rep_trace, "trace", where, TRACE_BUF);
 	if (rc)
 		return rc;
-	/* What the child inherited is live in it from its first moment. */
+	alloy__rep_modules_scan();
+	/*
+	 * Every shard locked: no block comes or goes, so each is either
+	 * in this list or, once the locks are let go, an event after it.
+	 */
+	alloy__ptrtable_lock_all();
 	if (alloy__stream_begin(&alloy__rep_trace)) {
+		write_header(note);
 		now = W.t0_ns;
-		alloy__ptrtable_foreach(write_inherited, &now);
+		alloy__ptrtable_foreach_locked(write_live, &now);
+		atomic_store(&alloy__rep_trace_gen, W.gen);
+		atomic_store(&alloy__rep_tracing, true);
 		alloy__stream_end(&alloy__rep_trace, alloy__rep_now_ns());
 	}
+	alloy__ptrtable_unlock_all();
 	return 0;
 }
 
-void alloy__rep_trace_close(void)
+int alloy__rep_trace_close(void)
 {
 	char line[96];
 	uint64_t t = alloy__rep_now_ns() - W.t0_ns;
 	int n;
 
 	if (!atomic_exchange(&alloy__rep_tracing, false))
-		return;
+		return 0;
+	atomic_store(&alloy__rep_trace_gen, 0);
 	pthread_mutex_lock(&alloy__rep_trace.lock);
 	if (t < W.last_ns)
 		t = W.last_ns;
@@ -440,6 +439,7 @@ void alloy__rep_trace_close(void)
 			     (unsigned long long)W.events);
 	pthread_mutex_unlock(&alloy__rep_trace.lock);
 	alloy__stream_close_with(&alloy__rep_trace, line, (size_t)n);
+	return alloy__rep_trace.error;
 }
 
 int alloy__rep_log_open(const char *where)

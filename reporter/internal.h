@@ -88,11 +88,14 @@ ALLOY_HIDDEN bool alloy__ptrtable_empty(void);
 
 /*
  * Call fn for each live block, one shard locked at a time, until it
- * returns non-zero.
+ * returns non-zero.  The _locked one is for a caller holding them all.
  */
 ALLOY_HIDDEN int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b,
 						   void *arg),
 					 void *arg);
+ALLOY_HIDDEN int
+alloy__ptrtable_foreach_locked(int (*fn)(const struct rep_block *b, void *arg),
+			       void *arg);
 
 /* ---- tables that only grow (intern.c) -------------------------------- */
 
@@ -291,6 +294,8 @@ ALLOY_HIDDEN bool alloy__rep_expand_path(char *out, size_t len,
 					 const char *path);
 /* The child of a started reporter: its files (reporter.c's atfork). */
 ALLOY_HIDDEN void alloy__rep_session_forked(void);
+/* Take (true) or release the session's lock, around fork. */
+ALLOY_HIDDEN void alloy__rep_session_lock(bool lock);
 /* A forked child's %p files are still to be opened (at its next event). */
 ALLOY_HIDDEN bool alloy__rep_session_reopen_pending(void);
 ALLOY_HIDDEN void alloy__rep_session_reopen(void);
@@ -302,26 +307,37 @@ ALLOY_HIDDEN void alloy__rep_say(const char *fmt, ...)
 
 #define REP_TRACE_VERSION 2
 
-/* Open the trace at where and write its header.  0 or -errno + message. */
-ALLOY_HIDDEN int alloy__rep_trace_open(const char *where, const char *note);
-/* The end record (or the mark of an incomplete trace), then close. */
-ALLOY_HIDDEN void alloy__rep_trace_close(void);
 /*
- * A forked child's trace of its own: header, then every block it
- * inherited as allocated at time 0.
+ * Open the trace at where (closing one that was open without writing to
+ * it: a forked child's copy) and write its header, then every block live
+ * at that moment as allocated at time 0 (those a forked child inherited,
+ * or those of a trace started while the reporter runs).  note goes into
+ * the header.  0 or -errno + message.
  */
-ALLOY_HIDDEN int alloy__rep_trace_reopen_child(const char *where);
+ALLOY_HIDDEN int alloy__rep_trace_open(const char *where, const char *note);
+/*
+ * The end record (or the mark of an incomplete trace), then close;
+ * 0 or the first write error.
+ */
+ALLOY_HIDDEN int alloy__rep_trace_close(void);
 ALLOY_HIDDEN int alloy__rep_log_open(const char *where);
 ALLOY_HIDDEN void alloy__rep_log_close(void);
 
 /* The streams, for flush and fork. */
 extern ALLOY_HIDDEN struct rep_stream alloy__rep_trace, alloy__rep_log;
 extern ALLOY_HIDDEN atomic_bool alloy__rep_tracing, alloy__rep_logging;
+/* The generation of the trace being written (each open makes one), 0: none. */
+extern ALLOY_HIDDEN _Atomic uint32_t alloy__rep_trace_gen;
 
-/* One event: op 'a' and 'f' with b and e, 'u' and 'd' with ptr only. */
+/*
+ * One event: op 'a' and 'f' with b and e, 'u' and 'd' with ptr only;
+ * traced: the trace generation when the table took or gave the block
+ * (written only into that trace).
+ */
 ALLOY_HIDDEN void alloy__rep_emit(char op, uintptr_t ptr,
 				  const struct rep_block *b,
-				  const struct rep_entry *e, int64_t total);
+				  const struct rep_entry *e, int64_t total,
+				  uint32_t traced);
 
 /* ---- printing (print.c) --------------------------------------------- */
 

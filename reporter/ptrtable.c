@@ -55,6 +55,22 @@ int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b, void *arg),
 	return rc;
 }
 
+int alloy__ptrtable_foreach_locked(int (*fn)(const struct rep_block *b,
+					     void *arg),
+				   void *arg)
+{
+	int rc = 0;
+
+	for (int n = 0; n < REP_NSHARDS && !rc; n++) {
+		struct rep_shard *s = &alloy__rep_shards[n];
+
+		for (size_t i = 0; i < s->cap && !rc; i++)
+			if (s->slots[i].ptr)
+				rc = fn(&s->slots[i], arg);
+	}
+	return rc;
+}
+
 bool alloy__ptrtable_empty(void)
 {
 	bool empty = true;

@@ -34,7 +34,7 @@ static struct {
 	atomic_bool enabled;
 	atomic_bool drained; /* off, and no old-hook allocation in flight */
 	bool started;	     /* hooks installed at least once */
-	bool backtrace;
+	atomic_bool backtrace;
 	_Atomic uint64_t unknown_frees, double_frees, untracked_frees;
 	struct rep_counter all; /* over all entries */
 } R = {
@@ -52,20 +52,23 @@ static void counter_init(struct rep_counter *c, int slot);
  */
 static void fork_prepare(void)
 {
+	alloy__rep_session_lock(true);
 	alloy__rep_tables_lock();
 	pthread_mutex_lock(&R.lock);
+	/* Shards before the trace: a trace starting holds both so. */
+	alloy__ptrtable_lock_all();
 	pthread_mutex_lock(&alloy__rep_trace.lock);
 	pthread_mutex_lock(&alloy__rep_log.lock);
-	alloy__ptrtable_lock_all();
 }
 
 static void fork_parent(void)
 {
-	alloy__ptrtable_unlock_all();
 	pthread_mutex_unlock(&alloy__rep_log.lock);
 	pthread_mutex_unlock(&alloy__rep_trace.lock);
+	alloy__ptrtable_unlock_all();
 	pthread_mutex_unlock(&R.lock);
 	alloy__rep_tables_unlock();
+	alloy__rep_session_lock(false);
 }
 
 static void fork_child(void)
@@ -301,6 +304,11 @@ static inline __attribute__((always_inline)) void account(struct rep_entry *e,
 	counter_add(&R.all, t, bytes);
 }
 
+static inline bool logging(void)
+{
+	return atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed);
+}
+
 /* tracing || logging */
 static inline bool emitting(void)
 {
@@ -332,16 +340,18 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 		.entry = (uint16_t)(e - alloy__rep_entries),
 		.align = align <= UINT32_MAX ? (uint32_t)align : 0,
 	};
+	uint32_t traced;
 
 	child_files();
-	if (R.backtrace)
+	if (atomic_load_explicit(&R.backtrace, memory_order_relaxed))
 		b.stack = alloy__rep_stack_capture();
 	b.owner = alloy__rep_owner_id(alloy__tls_self);
-	if (alloy__ptrtable_insert(&b))
+	if (alloy__ptrtable_insert(&b, &traced))
 		return; /* not recorded at all: nor will its free be */
 	account(e, (int64_t)size);
-	if (unlikely(emitting()))
-		alloy__rep_emit('a', b.ptr, &b, e, counter_current(&R.all));
+	if (unlikely(traced || logging()))
+		alloy__rep_emit('a', b.ptr, &b, e, counter_current(&R.all),
+				traced);
 }
 
 /* Account the free of ptr; the table's record says what it was. */
@@ -350,10 +360,11 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 {
 	struct rep_block b;
 	struct rep_entry *e;
+	uint32_t traced;
 	int rc;
 
 	child_files();
-	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
+	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b, &traced);
 	if (rc) {
 		if (!by_hand) {
 			/* Made while recording was off: not ours to count. */
@@ -366,15 +377,16 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 		atomic_fetch_add(rc == -EALREADY ? &R.double_frees
 						 : &R.unknown_frees,
 				 1);
-		if (emitting())
+		if (traced || logging())
 			alloy__rep_emit(rc == -EALREADY ? 'd' : 'u',
-					(uintptr_t)ptr, NULL, NULL, 0);
+					(uintptr_t)ptr, NULL, NULL, 0, traced);
 		return rc;
 	}
 	e = &alloy__rep_entries[b.entry];
 	account(e, -(int64_t)b.size);
-	if (unlikely(emitting()))
-		alloy__rep_emit('f', b.ptr, &b, e, counter_current(&R.all));
+	if (unlikely(traced || logging()))
+		alloy__rep_emit('f', b.ptr, &b, e, counter_current(&R.all),
+				traced);
 	return 0;
 }
 
@@ -460,7 +472,8 @@ int alloy_reporter_enable(void)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&R.lock);
-	R.backtrace = alloy__conf.backtrace;
+	if (alloy__conf.backtrace)
+		atomic_store(&R.backtrace, true);
 	R.started = true;
 	atomic_store(&R.drained, false);
 	atomic_store(&R.enabled, true);
@@ -488,6 +501,16 @@ int alloy_reporter_disable(void)
 		atomic_store(&R.drained, true);
 	pthread_mutex_unlock(&R.lock);
 	maybe_unhook();
+	return 0;
+}
+
+int alloy_reporter_set_backtrace(bool on)
+{
+	ALLOY_ENFORCE(!on || alloy__rep_stacks_available(), -ENOTSUP,
+		      "this alloy was built without libunwind: no call stacks");
+	if (on)
+		alloy__rep_stacks_init();
+	atomic_store(&R.backtrace, on);
 	return 0;
 }
 

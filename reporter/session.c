@@ -40,6 +40,7 @@ static struct {
 	bool report_own;    /* report_fd is a file we opened */
 	enum rep_leaks leaks;
 	char report_path[ALLOY_CONF_PATH_MAX];
+	char trace_where[ALLOY_CONF_PATH_MAX]; /* as given: %p unexpanded */
 } X = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.err_fd = -1,
@@ -218,18 +219,27 @@ static void write_report(void)
 
 /* ---- a forked child's own files ---------------------------------------- */
 
-/* The child of a started reporter (from the reporter's atfork handler). */
+void alloy__rep_session_lock(bool lock)
+{
+	if (lock)
+		pthread_mutex_lock(&X.lock);
+	else
+		pthread_mutex_unlock(&X.lock);
+}
+
+/* The child of a reporter with files (from the reporter's atfork handler). */
 void alloy__rep_session_forked(void)
 {
 	const struct alloy__conf *c = &alloy__conf;
 
-	if (!X.started)
+	if (!X.started && !atomic_load(&alloy__rep_tracing))
 		return;
 	X.child = true;
 	/* The parent's files: forget them, never write them. */
 	if (atomic_load(&alloy__rep_tracing)) {
 		alloy__stream_drop(&alloy__rep_trace);
-		if (!has_pid(c->trace))
+		atomic_store(&alloy__rep_trace_gen, 0);
+		if (!has_pid(X.trace_where))
 			atomic_store(&alloy__rep_tracing, false);
 	}
 	if (atomic_load(&alloy__rep_logging)) {
@@ -249,15 +259,18 @@ void alloy__rep_session_forked(void)
 void alloy__rep_session_reopen(void)
 {
 	const struct alloy__conf *c = &alloy__conf;
+	char note[48];
 
 	pthread_mutex_lock(&X.lock);
 	if (!atomic_load(&X.reopen))
 		goto out_unlock;
+	snprintf(note, sizeof(note), "forked_from=%ld", (long)getppid());
 	if (atomic_load(&alloy__rep_tracing) &&
-	    alloy__rep_trace_reopen_child(c->trace)) {
+	    alloy__rep_trace_open(X.trace_where, note)) {
 		atomic_store(&alloy__rep_tracing, false);
 		alloy__rep_say("trace:%s: %s; the child %ld writes no trace",
-			       c->trace, alloy_last_error(), (long)getpid());
+			       X.trace_where, alloy_last_error(),
+			       (long)getpid());
 	}
 	if (atomic_load(&alloy__rep_logging) && alloy__rep_log_open(c->log)) {
 		atomic_store(&alloy__rep_logging, false);
@@ -266,6 +279,54 @@ void alloy__rep_session_reopen(void)
 	atomic_store(&X.reopen, false);
 out_unlock:
 	pthread_mutex_unlock(&X.lock);
+}
+
+/* ---- a trace started and stopped by the program ---------------------------
+ */
+
+int alloy_reporter_trace_start(const char *path)
+{
+	int rc;
+
+	ALLOY_ENFORCE(path && path[0], -EINVAL, "trace path is %s",
+		      path ? "empty" : "NULL");
+	ALLOY_ENFORCE(strlen(path) < sizeof(X.trace_where), -ENAMETOOLONG,
+		      "trace path \"%s\" is too long", path);
+	rc = alloy_reporter_enable();
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&X.lock);
+	if (atomic_load(&alloy__rep_tracing)) {
+		rc = alloy__error(-EBUSY, __func__,
+				  "a trace is being written already (to %s)",
+				  alloy__rep_trace.path);
+		goto out_unlock;
+	}
+	alloy__rep_stacks_init();
+	rc = alloy__rep_trace_open(path, NULL);
+	if (!rc)
+		memcpy(X.trace_where, path, strlen(path) + 1);
+out_unlock:
+	pthread_mutex_unlock(&X.lock);
+	return rc;
+}
+
+int alloy_reporter_trace_stop(void)
+{
+	int rc;
+
+	pthread_mutex_lock(&X.lock);
+	rc = atomic_load(&alloy__rep_tracing) ? alloy__rep_trace_close()
+					      : -ENOENT;
+	pthread_mutex_unlock(&X.lock);
+	if (rc == -ENOENT)
+		return alloy__error(rc, __func__, "no trace is being written");
+	if (rc)
+		return alloy__error(
+			rc, __func__,
+			"the trace is incomplete: a write failed (%s)",
+			strerrordesc_np(-rc));
+	return 0;
 }
 
 bool alloy__rep_session_reopen_pending(void)
@@ -301,6 +362,8 @@ void alloy__reporter_start(void)
 	if (c->trace[0] && alloy__rep_trace_open(c->trace, NULL))
 		alloy__conf_report("trace:%s: %s; no trace written", c->trace,
 				   alloy_last_error());
+	else if (c->trace[0])
+		memcpy(X.trace_where, c->trace, sizeof(X.trace_where));
 	if (c->log[0] && alloy__rep_log_open(c->log))
 		alloy__conf_report("log:%s: %s; no event log", c->log,
 				   alloy_last_error());
@@ -324,11 +387,12 @@ __attribute__((destructor)) static void session_end(void)
 {
 	const struct alloy__conf *c = &alloy__conf;
 
-	if (!X.started)
-		return;
 	if (X.child && atomic_load(&X.reopen))
 		alloy__rep_session_reopen();
+	/* A trace the program started and did not stop ends here too. */
 	alloy__rep_trace_close();
+	if (!X.started)
+		return;
 	alloy__rep_log_close();
 	if (X.child && c->report[0]) {
 		/* A child reports only to a file of its own. */

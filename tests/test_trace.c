@@ -565,6 +565,78 @@ START_TEST(write_error_marks_the_trace_incomplete)
 }
 END_TEST
 
+static atomic_bool churning;
+
+static void *churn_thread(void *arg)
+{
+	struct alloy_data_ptr dp[16] = { 0 };
+
+	(void)arg;
+	for (unsigned i = 0; atomic_load(&churning); i++) {
+		alloy_data_ptr_free(&dp[i % 16]);
+		if (alloy_alloc_default(ALLOY_DEVICE_CPU, 64 + i % 1000, 0,
+					&dp[i % 16]))
+			abort();
+	}
+	for (int i = 0; i < 16; i++)
+		alloy_data_ptr_free(&dp[i]);
+	return NULL;
+}
+
+/*
+ * A trace started while the program runs opens with the blocks live
+ * then, so every free in it has its allocation, even with threads
+ * allocating and freeing while traces start and stop.
+ */
+START_TEST(trace_started_at_run_time_is_whole)
+{
+	static struct trace_summary sum;
+	struct alloy_data_ptr before, after;
+	pthread_t th[3];
+	struct trace tr;
+	char path[64], err[256];
+
+	snprintf(path, sizeof(path), "/tmp/alloy-test-rt.%d", (int)getpid());
+	ck_assert_int_eq(alloy_reporter_trace_stop(), -ENOENT);
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CPU, 1234, 0, &before));
+	ck_assert_ok(alloy_reporter_set_backtrace(true));
+	ck_assert_ok(alloy_reporter_trace_start(path));
+	ck_assert_int_eq(alloy_reporter_trace_start(path), -EBUSY);
+	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CPU, 766, 0, &after));
+	alloy_data_ptr_free(&before);
+	ck_assert_ok(alloy_reporter_trace_stop());
+	alloy_data_ptr_free(&after);
+	ck_assert_msg(trace_read(path, &tr, err, sizeof(err)) == 0, "%s", err);
+	ck_assert(tr.complete);
+	ck_assert_uint_eq(tr.nev, 3);
+	ck_assert_uint_eq(tr.ev[0].t_ns, 0); /* live when it started */
+	ck_assert_uint_eq(tr.ev[0].size, 1234);
+	ck_assert(trace_stack_known(tr.ev[1].stack));
+	trace_summarize(&tr, &sum);
+	ck_assert_uint_eq(sum.all.peak_bytes, 2000);
+	ck_assert_uint_eq(sum.all.live_bytes, 766);
+	trace_free(&tr);
+
+	atomic_store(&churning, true);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, churn_thread, NULL), 0);
+	for (int round = 0; round < 20; round++) {
+		ck_assert_ok(alloy_reporter_trace_start(path));
+		usleep(2000);
+		ck_assert_ok(alloy_reporter_trace_stop());
+		ck_assert_msg(trace_read(path, &tr, err, sizeof(err)) == 0,
+			      "round %d: %s", round, err);
+		trace_free(&tr);
+	}
+	atomic_store(&churning, false);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	unlink(path);
+}
+END_TEST
+
 Suite *suite_trace(void)
 {
 	Suite *s = suite_create("trace");
@@ -580,6 +652,7 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, version_2_by_hand_reads);
 	tcase_add_test(tc, peak_by_site_and_owner_is_exact);
 	tcase_add_test(tc, write_error_marks_the_trace_incomplete);
+	tcase_add_test(tc, trace_started_at_run_time_is_whole);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
