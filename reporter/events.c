@@ -420,25 +420,31 @@ int alloy__rep_trace_open(const char *where, const char *note)
 int alloy__rep_trace_close(void)
 {
 	char line[96];
-	uint64_t t = alloy__rep_now_ns() - W.t0_ns;
+	uint64_t t;
 	int n;
 
 	if (!atomic_exchange(&alloy__rep_tracing, false))
 		return 0;
 	atomic_store(&alloy__rep_trace_gen, 0);
-	pthread_mutex_lock(&alloy__rep_trace.lock);
-	if (t < W.last_ns)
-		t = W.last_ns;
-	if (alloy__rep_trace.error)
-		n = snprintf(line, sizeof(line), "incomplete %llu %llu",
-			     (unsigned long long)t,
-			     (unsigned long long)alloy__rep_trace.lost);
-	else
-		n = snprintf(line, sizeof(line), "end %llu %llu",
-			     (unsigned long long)t,
-			     (unsigned long long)W.events);
-	pthread_mutex_unlock(&alloy__rep_trace.lock);
-	alloy__stream_close_with(&alloy__rep_trace, line, (size_t)n);
+	if (alloy__stream_begin(&alloy__rep_trace)) {
+		/* Events still on their way belong to no trace now. */
+		if (!++W.gen)
+			W.gen = 1;
+		t = alloy__rep_now_ns() - W.t0_ns;
+		if (t < W.last_ns)
+			t = W.last_ns;
+		if (alloy__rep_trace.error)
+			n = snprintf(line, sizeof(line), "incomplete %llu %llu",
+				     (unsigned long long)t,
+				     (unsigned long long)alloy__rep_trace.lost);
+		else
+			n = snprintf(line, sizeof(line), "end %llu %llu",
+				     (unsigned long long)t,
+				     (unsigned long long)W.events);
+		alloy__stream_put_last(&alloy__rep_trace, line, (size_t)n);
+		pthread_mutex_unlock(&alloy__rep_trace.lock);
+	}
+	alloy__stream_close(&alloy__rep_trace);
 	return alloy__rep_trace.error;
 }
 

@@ -270,11 +270,12 @@ ALLOY_HIDDEN void alloy__stream_end(struct rep_stream *s, uint64_t now_ns);
 ALLOY_HIDDEN int alloy__stream_flush(struct rep_stream *s);
 ALLOY_HIDDEN void alloy__stream_close(struct rep_stream *s);
 /*
- * Close after a last line (the trace's end record), which is tried even
- * after a write error: a disk that has room again takes it.
+ * Append the last line (the trace's end record), under the lock taken
+ * with alloy__stream_begin: tried even after a write error, since a disk
+ * that has room again takes it.
  */
-ALLOY_HIDDEN void alloy__stream_close_with(struct rep_stream *s,
-					   const char *line, size_t len);
+ALLOY_HIDDEN void alloy__stream_put_last(struct rep_stream *s, const char *line,
+					 size_t len);
 /* Forget the file without writing (a forked child's copy). */
 ALLOY_HIDDEN void alloy__stream_drop(struct rep_stream *s);
 

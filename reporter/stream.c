@@ -190,27 +190,21 @@ int alloy__stream_flush(struct rep_stream *s)
 	return rc;
 }
 
-void alloy__stream_close_with(struct rep_stream *s, const char *line,
-			      size_t len)
+void alloy__stream_put_last(struct rep_stream *s, const char *line, size_t len)
 {
-	pthread_mutex_lock(&s->lock);
-	if (s->fd >= 0 && line) {
-		if (!s->error) {
-			alloy__stream_put(s, line, len);
-		} else {
-			/* One more try, past the dropped lines: a disk that
-			 * has room again takes the mark; else it is lost. */
-			char buf[256];
+	char buf[256];
 
-			len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
-			memcpy(buf, line, len);
-			buf[len++] = '\n';
-			if (write(s->fd, buf, len) != (ssize_t)len)
-				s->lost++;
-		}
+	if (!s->error) {
+		alloy__stream_put(s, line, len);
+		return;
 	}
-	pthread_mutex_unlock(&s->lock);
-	alloy__stream_close(s);
+	/* One more try, past the dropped lines: a disk with room again
+	 * takes the mark; else it is lost with the rest. */
+	len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
+	memcpy(buf, line, len);
+	buf[len++] = '\n';
+	if (write(s->fd, buf, len) != (ssize_t)len)
+		s->lost++;
 }
 
 void alloy__stream_close(struct rep_stream *s)
