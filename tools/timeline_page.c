@@ -49,18 +49,21 @@ static void peak_notes(const struct report_ctx *c, struct timeline_notes *n)
 	if (!best || !best->bytes)
 		return;
 	report_resolve(c);
-	snprintf(n->text[n->n++], sizeof(n->text[0]),
-		 "at the peak, top sites:");
-	for (size_t i = 0; i < best->nsites && i < TOP_NOTES; i++) {
-		uint32_t st = best->sites[i].stack;
-
-		note(n, i + 1,
-		     report_site_label(c, st, false, name, sizeof(name)),
-		     best->sites[i].bytes, best->bytes);
+	/* Sites only when the trace has call stacks. */
+	if (best->nsites > 1 || trace_stack_known(best->sites[0].stack)) {
+		snprintf(n->text[n->n++], sizeof(n->text[0]),
+			 "at the peak, top sites:");
+		for (size_t i = 0; i < best->nsites && i < TOP_NOTES; i++)
+			note(n, i + 1,
+			     report_site_label(c, best->sites[i].stack, false,
+					       name, sizeof(name)),
+			     best->sites[i].bytes, best->bytes);
 	}
 	/* Owners only when some block has one. */
 	if (best->nowners > 1 || (best->nowners && best->owners[0].owner)) {
-		snprintf(n->text[n->n++], sizeof(n->text[0]), "owners:");
+		const char *head = n->n ? "owners:" : "at the peak, top owners:";
+
+		snprintf(n->text[n->n++], sizeof(n->text[0]), "%s", head);
 		for (size_t i = 0; i < best->nowners && i < TOP_NOTES; i++)
 			note(n, i + 1,
 			     report_owner(c->tr, best->owners[i].owner),
