@@ -337,7 +337,7 @@ static int add_alloc(struct reader *r, struct trace_event *e)
 		return fail(r, "allocation of 0 bytes");
 	if (e->size > TRACE_MAX_SIZE)
 		return fail(r,
-			    "size %llu is larger than any block (2^62 bytes)",
+			    "size %llu is larger than any block (2^63 - 1 bytes)",
 			    (unsigned long long)e->size);
 	if (__builtin_add_overflow(r->live_bytes, e->size, &r->live_bytes))
 		return fail(r, "live bytes pass 2^64 with this block of %llu",

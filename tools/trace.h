@@ -16,8 +16,11 @@
 /* The newest version this reader knows; it reads 1 as well. */
 #define TRACE_VERSION	 2
 #define TRACE_MAX_SERIES 64
-/* The largest block alloy makes (core/alloc.c), so the largest SIZE. */
-#define TRACE_MAX_SIZE ((uint64_t)1 << 62)
+/*
+ * The largest SIZE: alloy_alloc makes blocks up to 2^62 bytes, and
+ * alloy_reporter_note_alloc() takes blocks up to INT64_MAX.
+ */
+#define TRACE_MAX_SIZE ((uint64_t)INT64_MAX)
 /* The largest alignment alloy accepts (ALLOY_ALIGN_MAX). */
 #define TRACE_MAX_ALIGN ((uint64_t)1 << 40)
 /* Stack node, owner and thread ids of a version 2 trace stay below this. */
