@@ -84,7 +84,7 @@ check "flamegraph by owner has the owners as boxes" \
 	'[ "$rc" = 0 ] && grep -q "<title>model/layer2 &#10;19.53 KiB (20000 bytes) in 2 blocks" "$dir/fo.svg"'
 rc=$(run report "$dir/p.trace" --format svg -o "$dir/t.svg")
 check "timeline labels the peak with its top sites and owners" \
-	'[ "$rc" = 0 ] && grep -q ">at the peak, top sites:<" "$dir/t.svg" && grep -q ">1. make_activations &lt; build_model<" "$dir/t.svg" && grep -q ">1. model/layer2<" "$dir/t.svg"'
+	'[ "$rc" = 0 ] && grep -q ">at the peak, top sites:<" "$dir/t.svg" && grep -q ">1. make_activations &lt; build_model 58.7%<" "$dir/t.svg" && grep -q ">1. model/layer2 58.7%<" "$dir/t.svg"'
 
 # ---- bad input --------------------------------------------------------------
 # An object named by the module map that is gone: raw addresses, report goes on.

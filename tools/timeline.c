@@ -211,12 +211,14 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	}
 	/* The peak's top sites and owners, under the legend. */
 	for (size_t i = 0; notes && i < notes->n; i++) {
-		int y = TOP + 8 + (int)(ns + (show_all ? 1 : 0)) * 38 + 10 +
-			(int)i * 16;
+		int y = TOP + 8 + (int)(ns + (show_all ? 1 : 0)) * 38 + 4 +
+			(int)i * 15;
 
 		const char *text = notes->text[i];
 		int indent = 0;
 
+		if (y > H - 8)
+			break; /* many series: no room left */
 		/* SVG folds leading spaces: indent by position instead. */
 		while (*text == ' ') {
 			text++;

@@ -21,19 +21,15 @@
 #define TOP_NOTES 3
 #define TOP_COL	  5
 
-/* "1. name" and, under it, "45.2%, 1.23 MiB": the legend is narrow. */
+/* " 1. name 45.2%", cut to fit the legend's width. */
 static void note(struct timeline_notes *n, size_t rank, const char *name,
 		 uint64_t bytes, uint64_t total)
 {
-	char hb[32];
-
-	if (n->n + 2 > sizeof(n->text) / sizeof(n->text[0]))
+	if (n->n >= sizeof(n->text) / sizeof(n->text[0]))
 		return;
-	snprintf(n->text[n->n++], sizeof(n->text[0]), " %zu. %.38s%s", rank,
-		 name, strlen(name) > 38 ? ".." : "");
-	snprintf(n->text[n->n++], sizeof(n->text[0]), "     %.1f%%, %s",
-		 total ? 100.0 * (double)bytes / (double)total : 0,
-		 trace_human_bytes(bytes, hb, sizeof(hb)));
+	snprintf(n->text[n->n++], sizeof(n->text[0]), " %zu. %.28s%s %.1f%%",
+		 rank, name, strlen(name) > 28 ? ".." : "",
+		 total ? 100.0 * (double)bytes / (double)total : 0);
 }
 
 /* The peak's largest sites and owners over all its devices. */
