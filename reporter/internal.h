@@ -4,8 +4,14 @@
  *
  * reporter.c   enable/disable, the hooks, per-(allocator, device) counters
  * ptrtable.[ch] the sharded table of live blocks (hot path inline in .h)
+ * stacks.c     call stacks: capture, the deduplicated table, module map
+ * owners.c     owner labels as small ids
+ * intern.c     the lock-free tables stacks.c and owners.c are built on
+ * events.c     the trace (docs/TRACE-FORMAT.md) and event log lines
  * stream.c     bounded, line-buffered output for the trace and event log
+ * session.c    configured start, files (%p, saved stderr), fork, exit
  * print.c      the summary and leak report in text or JSON
+ * symtab.c     frames named in the running process, for that report
  */
 #ifndef ALLOY_REPORTER_INTERNAL_H
 #define ALLOY_REPORTER_INTERNAL_H
@@ -17,6 +23,7 @@
 #include <alloy/reporter.h>
 
 #include "core/internal.h"
+#include "core/conf.h"
 #include "reporter/start.h"
 
 /* ---- counters per (allocator, device) ------------------------------ */
@@ -63,15 +70,13 @@ ALLOY_HIDDEN void alloy__rep_entry_counts(const struct rep_entry *e,
 
 /* ---- the table of live blocks (ptrtable.c) -------------------------- */
 
-#define REP_MAX_FRAMES 16
-
 struct rep_block {
 	uintptr_t ptr; /* 0: empty slot */
 	uint64_t size;
-	uint16_t entry;	  /* index into alloy__rep_entries */
-	uint16_t nframes; /* allocation site, with backtrace:1 */
+	uint16_t entry; /* index into alloy__rep_entries */
 	uint32_t align;
-	void **frames;
+	uint32_t stack; /* allocation site (stacks.c), 0: none */
+	uint32_t owner; /* owner label (owners.c), 0: none */
 };
 
 /* Every shard's lock, in order (around fork). */
@@ -83,11 +88,140 @@ ALLOY_HIDDEN bool alloy__ptrtable_empty(void);
 
 /*
  * Call fn for each live block, one shard locked at a time, until it
- * returns non-zero.
+ * returns non-zero.  The _locked one is for a caller holding them all.
  */
 ALLOY_HIDDEN int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b,
 						   void *arg),
 					 void *arg);
+ALLOY_HIDDEN int
+alloy__ptrtable_foreach_locked(int (*fn)(const struct rep_block *b, void *arg),
+			       void *arg);
+
+/* ---- tables that only grow (intern.c) -------------------------------- */
+
+/*
+ * Records numbered 1, 2, ... in chunks that never move, so a record's
+ * address stays valid and readers need no lock.  Records are added under
+ * the owner's lock; the count is published after the record is written.
+ */
+#define REP_VEC_CHUNK_SHIFT 10
+#define REP_VEC_CHUNKS	    16384
+
+struct rep_vec {
+	size_t elem; /* bytes per record */
+	_Atomic uint32_t n;
+	_Atomic(char *) chunk[REP_VEC_CHUNKS];
+};
+
+/* Record id (1..n) of v. */
+static inline void *alloy__rep_vec_at(struct rep_vec *v, uint32_t id)
+{
+	uint32_t i = id - 1;
+	char *c = atomic_load_explicit(&v->chunk[i >> REP_VEC_CHUNK_SHIFT],
+				       memory_order_acquire);
+
+	return c + (size_t)(i & ((1u << REP_VEC_CHUNK_SHIFT) - 1)) * v->elem;
+}
+
+/* A zeroed record for id n + 1 (not yet counted); NULL when full. */
+ALLOY_HIDDEN void *alloy__rep_vec_next(struct rep_vec *v);
+/* Count the record alloy__rep_vec_next gave; returns its id. */
+ALLOY_HIDDEN uint32_t alloy__rep_vec_publish(struct rep_vec *v);
+
+/*
+ * A hash index over such records: slots hold (hash << 32 | id).  Lookups
+ * take no lock (the caller checks the record each candidate id names);
+ * additions are made under the owner's lock and grow the index into a
+ * new array, the old one kept for readers still in it (their sizes sum
+ * to less than the newest one).
+ */
+struct rep_slots {
+	size_t cap; /* a power of two */
+	size_t used;
+	_Atomic uint64_t slot[];
+};
+
+struct rep_index {
+	_Atomic(struct rep_slots *) cur;
+};
+
+/*
+ * The first id with this hash for which same(id, key) holds, or 0.
+ */
+ALLOY_HIDDEN uint32_t alloy__rep_index_find(struct rep_index *x, uint32_t hash,
+					    bool (*same)(uint32_t id,
+							 const void *key),
+					    const void *key);
+/* Add id under hash (caller's lock held).  0 or -ENOMEM. */
+ALLOY_HIDDEN int alloy__rep_index_add(struct rep_index *x, uint32_t hash,
+				      uint32_t id);
+
+/* A 64-bit mix of x into h (stack and label hashes). */
+static inline uint64_t alloy__rep_mix(uint64_t h, uint64_t x)
+{
+	h ^= x;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+/* ---- allocation sites: capture, table, module map (stacks.c) --------- */
+
+/* Frames kept per block, innermost first; deeper stacks lose the outer. */
+#define REP_MAX_FRAMES 64
+/* The frame standing for the outer frames a deep stack lost. */
+#define REP_FRAME_MORE ((uintptr_t)1)
+
+/*
+ * A stack is a path in a tree of nodes, outermost frame at the root: a
+ * node is one frame and its callers (parent).  A block names the node of
+ * its innermost frame.  gen is the trace generation the node was last
+ * written in (read and written under the trace's lock).
+ */
+struct rep_node {
+	uintptr_t frame;
+	uint32_t parent; /* 0: outermost */
+	uint32_t gen;
+};
+
+/* One executable segment of a loaded object. */
+struct rep_module {
+	uintptr_t start, end; /* addresses */
+	uintptr_t offset;     /* file offset of start */
+	uint32_t gen;	      /* as for nodes */
+	uint8_t build_id_len; /* 0: none */
+	uint8_t build_id[20]; /* GNU build id: the file is still this one */
+	char path[];
+};
+
+/* Find alloy's own code (skipped at capture).  0 or -errno + message. */
+ALLOY_HIDDEN int alloy__rep_stacks_init(void);
+/* Whether this build can capture stacks (libunwind). */
+ALLOY_HIDDEN bool alloy__rep_stacks_available(void);
+/* The calling thread's stack, deduplicated: a node id, or 0. */
+ALLOY_HIDDEN uint32_t alloy__rep_stack_capture(void);
+ALLOY_HIDDEN struct rep_node *alloy__rep_node(uint32_t id);
+/* The locks of the stack and owner tables, around fork. */
+ALLOY_HIDDEN void alloy__rep_tables_lock(void);
+ALLOY_HIDDEN void alloy__rep_tables_unlock(void);
+/* Look for objects loaded since the last look (the module map). */
+ALLOY_HIDDEN void alloy__rep_modules_scan(void);
+ALLOY_HIDDEN uint32_t alloy__rep_modules_count(void);
+ALLOY_HIDDEN struct rep_module *alloy__rep_module(uint32_t id);
+
+/* ---- owner labels (owners.c) ----------------------------------------- */
+
+struct rep_owner {
+	uint32_t hash;
+	uint32_t gen; /* as for nodes */
+	uint32_t len;
+	char label[];
+};
+
+/* The id of the calling thread's owner path, or 0 when it has none. */
+ALLOY_HIDDEN uint32_t alloy__rep_owner_id(struct alloy__tls *t);
+ALLOY_HIDDEN struct rep_owner *alloy__rep_owner(uint32_t id);
+/* Take (true) or release the table's lock, around fork. */
+ALLOY_HIDDEN void alloy__rep_owners_lock(bool lock);
 
 /* ---- output streams (stream.c) ------------------------------------- */
 
@@ -95,35 +229,116 @@ ALLOY_HIDDEN int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b,
  * A file written in whole lines through a bounded buffer.  Lines are
  * appended under the stream's lock and the buffer is written out when
  * it is full, when flush_ns has passed since the last write, or on
- * request, so the file always ends in a complete line.
+ * request, so the file always ends in a complete line.  The first write
+ * error is said once on stderr; the stream then drops what comes after
+ * (lost counts it) and, in a regular file, cuts off the part of the
+ * buffer that made it, so that the file still ends in a whole line.
  */
 struct rep_stream {
 	pthread_mutex_t lock;
-	int fd;		 /* -1: closed */
-	bool own_fd;	 /* opened by us (not stderr/stdout) */
-	bool line_flush; /* write every line at once (terminals, stderr) */
+	int fd;		  /* -1: closed */
+	bool own_fd;	  /* opened by us (not stderr/stdout) */
+	bool line_flush;  /* write every line at once (terminals, stderr) */
+	bool regular;	  /* a regular file: can be cut back after an error */
+	const char *what; /* "trace", "log": for the error message */
 	char *buf;
 	size_t len, cap;
+	uint64_t good; /* bytes of the file that are whole lines */
 	uint64_t last_flush_ns;
 	uint64_t flush_ns;
 	uint64_t lines;
-	int error; /* first write error (negative errno), or 0 */
+	uint64_t lost; /* lines dropped after an error */
+	int error;     /* first write error (negative errno), or 0 */
+	char path[ALLOY_CONF_PATH_MAX];
 };
 
 /*
- * "stderr", "stdout" or a path (truncated).  0 or -errno + message.  The
- * lock must already be initialised (statically: it is held across fork).
+ * "stderr", "stdout" or a path (truncated; %p is the process id).  0 or
+ * -errno + message.  The lock must already be initialised (statically:
+ * it is held across fork).
  */
-ALLOY_HIDDEN int alloy__stream_open(struct rep_stream *s, const char *where,
-				    size_t cap);
+ALLOY_HIDDEN int alloy__stream_open(struct rep_stream *s, const char *what,
+				    const char *where, size_t cap);
 /* Append one line (without its '\n'); now_ns drives the periodic flush. */
 ALLOY_HIDDEN void alloy__stream_line(struct rep_stream *s, const char *line,
 				     size_t len, uint64_t now_ns);
+/* Lock the stream for several lines; false (and unlocked) when closed. */
+ALLOY_HIDDEN bool alloy__stream_begin(struct rep_stream *s);
+ALLOY_HIDDEN void alloy__stream_put(struct rep_stream *s, const char *line,
+				    size_t len);
+ALLOY_HIDDEN void alloy__stream_end(struct rep_stream *s, uint64_t now_ns);
 ALLOY_HIDDEN int alloy__stream_flush(struct rep_stream *s);
 ALLOY_HIDDEN void alloy__stream_close(struct rep_stream *s);
+/*
+ * Append the last line (the trace's end record), under the lock taken
+ * with alloy__stream_begin: tried even after a write error, since a disk
+ * that has room again takes it.
+ */
+ALLOY_HIDDEN void alloy__stream_put_last(struct rep_stream *s, const char *line,
+					 size_t len);
+/* Forget the file without writing (a forked child's copy). */
+ALLOY_HIDDEN void alloy__stream_drop(struct rep_stream *s);
 
 /* Monotonic nanoseconds. */
 ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);
+
+/* ---- files and the process (session.c) ------------------------------ */
+
+/*
+ * The descriptors "stderr" and "stdout" stand for: copies made when the
+ * reporter started, so that output survives a program closing its own
+ * (ls closes stderr before exit handlers run).
+ */
+ALLOY_HIDDEN int alloy__rep_std_fd(const char *where);
+/* path with %p replaced by the process id (%% by %); false if too long. */
+ALLOY_HIDDEN bool alloy__rep_expand_path(char *out, size_t len,
+					 const char *path);
+/* The child of a started reporter: its files (reporter.c's atfork). */
+ALLOY_HIDDEN void alloy__rep_session_forked(void);
+/* Take (true) or release the session's lock, around fork. */
+ALLOY_HIDDEN void alloy__rep_session_lock(bool lock);
+/* A forked child's %p files are still to be opened (at its next event). */
+ALLOY_HIDDEN bool alloy__rep_session_reopen_pending(void);
+ALLOY_HIDDEN void alloy__rep_session_reopen(void);
+/* One line on the saved stderr, printf-style, without malloc. */
+ALLOY_HIDDEN void alloy__rep_say(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* ---- trace and event log lines (events.c) ---------------------------- */
+
+#define REP_TRACE_VERSION 2
+
+/*
+ * Open the trace at where (closing one that was open without writing to
+ * it: a forked child's copy) and write its header, then every block live
+ * at that moment as allocated at time 0 (those a forked child inherited,
+ * or those of a trace started while the reporter runs).  note goes into
+ * the header.  0 or -errno + message.
+ */
+ALLOY_HIDDEN int alloy__rep_trace_open(const char *where, const char *note);
+/*
+ * The end record (or the mark of an incomplete trace), then close;
+ * 0 or the first write error.
+ */
+ALLOY_HIDDEN int alloy__rep_trace_close(void);
+ALLOY_HIDDEN int alloy__rep_log_open(const char *where);
+ALLOY_HIDDEN void alloy__rep_log_close(void);
+
+/* The streams, for flush and fork. */
+extern ALLOY_HIDDEN struct rep_stream alloy__rep_trace, alloy__rep_log;
+extern ALLOY_HIDDEN atomic_bool alloy__rep_tracing, alloy__rep_logging;
+/* The generation of the trace being written (each open makes one), 0: none. */
+extern ALLOY_HIDDEN _Atomic uint32_t alloy__rep_trace_gen;
+
+/*
+ * One event: op 'a' and 'f' with b and e, 'u' and 'd' with ptr only;
+ * traced: the trace generation when the table took or gave the block
+ * (written only into that trace).
+ */
+ALLOY_HIDDEN void alloy__rep_emit(char op, uintptr_t ptr,
+				  const struct rep_block *b,
+				  const struct rep_entry *e, int64_t total,
+				  uint32_t traced);
 
 /* ---- printing (print.c) --------------------------------------------- */
 
@@ -131,5 +346,15 @@ ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);
 ALLOY_HIDDEN const char *alloy__rep_device_str(struct alloy_device d, char *buf,
 					       size_t len);
 
+/* How blocks live at exit appear in the exit report (leaks: key). */
+enum rep_leaks { REP_LEAKS_FULL, REP_LEAKS_SUMMARY, REP_LEAKS_OFF };
+
+ALLOY_HIDDEN int alloy__rep_print(void (*write)(void *arg, const char *text),
+				  void *arg, enum alloy_report_format format,
+				  enum rep_leaks leaks);
+
+/* A frame as "function+0x12 (module)" from the running process (symtab.c). */
+ALLOY_HIDDEN const char *alloy__rep_frame_str(uintptr_t frame, char *buf,
+					      size_t len);
 
 #endif /* ALLOY_REPORTER_INTERNAL_H */

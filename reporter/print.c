@@ -4,16 +4,17 @@
  * JSON, written through a caller's callback (jemalloc's malloc_stats_print
  * style) so that it can go to a file, a log or a string.
  */
-#include <execinfo.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "core/arena.h"
 
 /* Leaks listed one by one; the rest are only counted. */
 #define MAX_LISTED 100
+/* Sites listed in a summary of the leaks. */
+#define MAX_SITES 10
 
 struct out {
 	void (*write)(void *arg, const char *text);
@@ -60,6 +61,39 @@ static void put_json_string(struct out *o, const char *s)
 	buf[n++] = '"';
 	buf[n] = '\0';
 	o->write(o->arg, buf);
+}
+
+const char *alloy__rep_device_str(struct alloy_device d, char *buf, size_t len)
+{
+	const char *t = alloy_device_type_name(d.type);
+
+	if (t)
+		snprintf(buf, len, "%s:%d", t, d.index);
+	else
+		snprintf(buf, len, "type%d:%d", d.type, d.index);
+	return buf;
+}
+
+/* The frames of stack id, innermost first: "at ..." lines or a JSON list. */
+static void put_stack(struct out *o, uint32_t id, const char *indent)
+{
+	char buf[512];
+	int i = 0;
+
+	if (o->json)
+		put(o, "[");
+	for (; id; id = alloy__rep_node(id)->parent, i++) {
+		alloy__rep_frame_str(alloy__rep_node(id)->frame, buf,
+				     sizeof(buf));
+		if (o->json) {
+			put(o, "%s", i ? ", " : "");
+			put_json_string(o, buf);
+		} else {
+			put(o, "%sat %s\n", indent, buf);
+		}
+	}
+	if (o->json)
+		put(o, "]");
 }
 
 /* One row; peak_known false prints no peak ("-", or null in JSON). */
@@ -142,15 +176,12 @@ static int put_leak(const struct rep_block *b, void *arg)
 	struct out *o = l->o;
 	const struct rep_entry *e = &alloy__rep_entries[b->entry];
 	char dev[32];
-	char **syms = NULL;
 
 	l->blocks++;
 	l->bytes += b->size;
 	if (l->blocks > MAX_LISTED)
 		return 0;
 	alloy__rep_device_str(e->device, dev, sizeof(dev));
-	if (b->nframes)
-		syms = backtrace_symbols(b->frames, b->nframes);
 	if (o->json) {
 		put(o,
 		    "%s\n    {\"ptr\": \"%#llx\", \"size\": %llu, \"allocator\": ",
@@ -159,21 +190,154 @@ static int put_leak(const struct rep_block *b, void *arg)
 		put_json_string(o, e->name);
 		put(o, ", \"device\": ");
 		put_json_string(o, dev);
-		put(o, ", \"backtrace\": [");
-		for (unsigned i = 0; syms && i < b->nframes; i++) {
-			put(o, "%s", i ? ", " : "");
-			put_json_string(o, syms[i]);
+		if (b->owner) {
+			put(o, ", \"owner\": ");
+			put_json_string(o, alloy__rep_owner(b->owner)->label);
 		}
-		put(o, "]}");
+		put(o, ", \"backtrace\": ");
+		put_stack(o, b->stack, "");
+		put(o, "}");
 	} else {
-		put(o, "  %#llx %llu bytes from %s (%s)\n",
+		put(o, "  %#llx %llu bytes from %s (%s)",
 		    (unsigned long long)b->ptr, (unsigned long long)b->size,
 		    e->name, dev);
-		for (unsigned i = 0; syms && i < b->nframes; i++)
-			put(o, "      at %s\n", syms[i]);
+		if (b->owner)
+			put(o, " owned by %s",
+			    alloy__rep_owner(b->owner)->label);
+		put(o, "\n");
+		put_stack(o, b->stack, "      ");
 	}
-	free(syms);
 	return 0;
+}
+
+/* ---- leaks in summary: a count, and the sites holding the most ------- */
+
+struct site {
+	uint32_t stack; /* 0: empty slot, UINT32_MAX: blocks without a stack */
+	uint64_t bytes, blocks;
+};
+
+struct sites {
+	struct site *s;
+	size_t cap; /* a power of two */
+	uint64_t blocks, bytes;
+};
+
+static int count_block(const struct rep_block *b, void *arg)
+{
+	(void)b;
+	((struct sites *)arg)->blocks++;
+	return 0;
+}
+
+static int add_site(const struct rep_block *b, void *arg)
+{
+	struct sites *t = arg;
+	uint32_t key = b->stack ? b->stack : UINT32_MAX;
+	size_t i = (size_t)(alloy__rep_mix(0, key) >> 32) & (t->cap - 1);
+
+	while (t->s[i].stack && t->s[i].stack != key)
+		i = (i + 1) & (t->cap - 1);
+	t->s[i].stack = key;
+	t->s[i].bytes += b->size;
+	t->s[i].blocks++;
+	t->blocks++;
+	t->bytes += b->size;
+	return 0;
+}
+
+/*
+ * The first k of s[0..n) in order of bytes (ties by stack), by selection:
+ * k is small, and qsort() may call malloc.
+ */
+static void top_sites(struct site *s, size_t n, size_t k)
+{
+	for (size_t i = 0; i < k && i < n; i++) {
+		size_t best = i;
+
+		for (size_t j = i + 1; j < n; j++)
+			if (s[j].bytes > s[best].bytes ||
+			    (s[j].bytes == s[best].bytes &&
+			     s[j].stack < s[best].stack))
+				best = j;
+		struct site tmp = s[i];
+
+		s[i] = s[best];
+		s[best] = tmp;
+	}
+}
+
+static void put_leak_summary(struct out *o)
+{
+	struct sites t = { 0 };
+	size_t bytes, n = 0;
+
+	/* Blocks freed meanwhile only leave room; new ones are not counted. */
+	alloy__ptrtable_foreach(count_block, &t);
+	for (t.cap = 64; t.cap < 2 * t.blocks + 2; t.cap *= 2)
+		;
+	bytes = t.cap * sizeof(*t.s);
+	t.s = alloy__arena_alloc(bytes);
+	t.blocks = 0;
+	if (t.s)
+		alloy__ptrtable_foreach(add_site, &t);
+	for (size_t i = 0; t.s && i < t.cap; i++)
+		if (t.s[i].stack)
+			t.s[n++] = t.s[i];
+	top_sites(t.s, n, MAX_SITES);
+	if (o->json)
+		put(o, ",\n \"leak_sites\": [");
+	else
+		put(o, "blocks live at exit: %llu blocks, %llu bytes%s\n",
+		    (unsigned long long)t.blocks, (unsigned long long)t.bytes,
+		    t.blocks ? "" : ": no leaks");
+	for (size_t i = 0; i < n && i < MAX_SITES; i++) {
+		const struct site *st = &t.s[i];
+		uint32_t stack = st->stack == UINT32_MAX ? 0 : st->stack;
+
+		if (o->json) {
+			put(o,
+			    "%s\n  {\"bytes\": %llu, \"blocks\": %llu, \"backtrace\": ",
+			    i ? "," : "", (unsigned long long)st->bytes,
+			    (unsigned long long)st->blocks);
+			put_stack(o, stack, "");
+			put(o, "}");
+			continue;
+		}
+		put(o, "  %llu bytes in %llu blocks%s\n",
+		    (unsigned long long)st->bytes,
+		    (unsigned long long)st->blocks,
+		    stack ? ", allocated"
+			  : " (no call stack: backtrace:1 records them)");
+		put_stack(o, stack, "      ");
+	}
+	if (!o->json && n > MAX_SITES)
+		put(o, "  ... and %zu more sites\n", n - MAX_SITES);
+	if (o->json)
+		put(o, "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
+		    (unsigned long long)t.blocks, (unsigned long long)t.bytes);
+	alloy__arena_free(t.s, bytes);
+}
+
+static void put_leak_list(struct out *o)
+{
+	struct leaks l = { o, 0, 0 };
+
+	if (o->json)
+		put(o, ",\n \"leaks\": [");
+	else
+		put(o, "leaks (blocks still live):\n");
+	alloy__ptrtable_foreach(put_leak, &l);
+	if (o->json)
+		put(o, "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
+		    (unsigned long long)l.blocks, (unsigned long long)l.bytes);
+	else if (l.blocks > MAX_LISTED)
+		put(o, "  ... and %llu more\n",
+		    (unsigned long long)(l.blocks - MAX_LISTED));
+	if (!o->json)
+		put(o, "  %llu blocks, %llu bytes%s\n",
+		    (unsigned long long)l.blocks, (unsigned long long)l.bytes,
+		    l.blocks ? "" : ": no leaks");
 }
 
 static void stderr_write(void *arg, const char *text)
@@ -182,23 +346,28 @@ static void stderr_write(void *arg, const char *text)
 	fputs(text, stderr);
 }
 
-int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
-			 enum alloy_report_format format, bool leaks)
+int alloy__rep_print(void (*write)(void *arg, const char *text), void *arg,
+		     enum alloy_report_format format, enum rep_leaks leaks)
 {
 	struct alloy_reporter_snapshot *s;
 	struct out o = { write ? write : stderr_write, arg,
 			 format == ALLOY_REPORT_JSON };
-	struct leaks l = { &o, 0, 0 };
-	struct device_sum devs[ALLOY_REPORTER_MAX_ENTRIES];
+	struct device_sum *devs;
+	size_t devs_bytes = ALLOY_REPORTER_MAX_ENTRIES * sizeof(*devs);
 	int ndev;
 	char dev[32];
-	int rc;
+	int rc = -ENOMEM;
 
 	ALLOY_ENFORCE(format == ALLOY_REPORT_TEXT ||
 			      format == ALLOY_REPORT_JSON,
 		      -EINVAL, "unknown format %d", (int)format);
-	s = calloc(1, sizeof(*s));
-	ALLOY_ENFORCE(s, -ENOMEM, "no memory for a snapshot");
+	/* From the arena: this may run where malloc must not be called. */
+	s = alloy__arena_alloc(sizeof(*s));
+	devs = alloy__arena_alloc(devs_bytes);
+	if (!s || !devs) {
+		alloy__error(-ENOMEM, __func__, "no memory for a snapshot");
+		goto out_free;
+	}
 	s->size = sizeof(*s);
 	s->version = ALLOY_REPORTER_SNAPSHOT_VERSION;
 	rc = alloy_reporter_snapshot(s);
@@ -252,29 +421,21 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 		    (unsigned long long)s->unknown_frees,
 		    (unsigned long long)s->double_frees,
 		    (unsigned long long)s->untracked_frees);
-	if (leaks) {
-		if (o.json)
-			put(&o, ",\n \"leaks\": [");
-		else
-			put(&o, "leaks (blocks still live):\n");
-		alloy__ptrtable_foreach(put_leak, &l);
-		if (o.json)
-			put(&o,
-			    "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
-			    (unsigned long long)l.blocks,
-			    (unsigned long long)l.bytes);
-		else if (l.blocks > MAX_LISTED)
-			put(&o, "  ... and %llu more\n",
-			    (unsigned long long)(l.blocks - MAX_LISTED));
-		if (!o.json)
-			put(&o, "  %llu blocks, %llu bytes%s\n",
-			    (unsigned long long)l.blocks,
-			    (unsigned long long)l.bytes,
-			    l.blocks ? "" : ": no leaks");
-	}
+	if (leaks == REP_LEAKS_FULL)
+		put_leak_list(&o);
+	else if (leaks == REP_LEAKS_SUMMARY)
+		put_leak_summary(&o);
 	if (o.json)
 		put(&o, "}\n");
 out_free:
-	free(s);
+	alloy__arena_free(s, sizeof(*s));
+	alloy__arena_free(devs, devs_bytes);
 	return rc;
+}
+
+int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
+			 enum alloy_report_format format, bool leaks)
+{
+	return alloy__rep_print(write, arg, format,
+				leaks ? REP_LEAKS_FULL : REP_LEAKS_OFF);
 }

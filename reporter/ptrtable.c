@@ -3,9 +3,8 @@
  * reporter/ptrtable.c - the table of live blocks: growing a shard, and
  * the slow operations over all shards.  The hot path is ptrtable.h.
  */
-#include <stdlib.h>
-
 #include "ptrtable.h"
+#include "core/arena.h"
 
 #define MIN_CAP 64
 
@@ -25,14 +24,15 @@ static void place(struct rep_block *slots, size_t cap,
 int alloy__ptrtable_grow(struct rep_shard *s)
 {
 	size_t cap = s->cap ? 2 * s->cap : MIN_CAP;
-	struct rep_block *n = calloc(cap, sizeof(*n));
+	struct rep_block *n = alloy__arena_alloc(cap * sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->slots[i].ptr)
 			place(n, cap, &s->slots[i]);
-	free(s->slots);
+	/* Under the shard's lock, which every reader of slots takes. */
+	alloy__arena_free(s->slots, s->cap * sizeof(*n));
 	s->slots = n;
 	s->cap = cap;
 	return 0;
@@ -51,6 +51,22 @@ int alloy__ptrtable_foreach(int (*fn)(const struct rep_block *b, void *arg),
 			if (s->slots[i].ptr)
 				rc = fn(&s->slots[i], arg);
 		shard_unlock(s);
+	}
+	return rc;
+}
+
+int alloy__ptrtable_foreach_locked(int (*fn)(const struct rep_block *b,
+					     void *arg),
+				   void *arg)
+{
+	int rc = 0;
+
+	for (int n = 0; n < REP_NSHARDS && !rc; n++) {
+		struct rep_shard *s = &alloy__rep_shards[n];
+
+		for (size_t i = 0; i < s->cap && !rc; i++)
+			if (s->slots[i].ptr)
+				rc = fn(&s->slots[i], arg);
 	}
 	return rc;
 }

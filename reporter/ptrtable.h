@@ -11,9 +11,10 @@
  * its last REP_RECENT frees, which is how a second free of the same
  * pointer is told from a pointer the reporter never saw.
  *
- * The table's memory comes from libc, never from alloy: the reporter
- * must not report itself.  Growing, listing and the rest are in
- * ptrtable.c.
+ * The table's memory comes from alloy's arena (core/arena.h), never from
+ * an allocator the reporter watches or from the process's malloc: the
+ * reporter must not report itself, nor recurse into a malloc that alloy
+ * serves.  Growing, listing and the rest are in ptrtable.c.
  */
 #ifndef ALLOY_REPORTER_PTRTABLE_H
 #define ALLOY_REPORTER_PTRTABLE_H
@@ -93,10 +94,14 @@ static inline size_t home(uint64_t h, size_t cap)
 /*
  * Record a live block; 0, or -ENOMEM (then it is simply not recorded).
  * A pointer already live can only be one the reporter missed freeing:
- * its record is replaced.
+ * its record is replaced.  *traced is the trace's generation when the
+ * block went in (0: no trace), read under the shard's lock: a trace that
+ * starts (with every shard locked, events.c) has each block either in
+ * its list of blocks live at its start or as an event after it, and an
+ * event of an earlier trace is never written into a later one.
  */
 static inline __attribute__((always_inline)) int
-alloy__ptrtable_insert(const struct rep_block *b)
+alloy__ptrtable_insert(const struct rep_block *b, uint32_t *traced)
 {
 	uint64_t h;
 	struct rep_shard *s = shard_of(b->ptr, &h);
@@ -111,11 +116,11 @@ alloy__ptrtable_insert(const struct rep_block *b)
 	for (i = home(h, s->cap); s->slots[i].ptr; i = (i + 1) & (s->cap - 1))
 		if (s->slots[i].ptr == b->ptr)
 			break;
-	if (s->slots[i].ptr == b->ptr)
-		free(s->slots[i].frames);
-	else
+	if (s->slots[i].ptr != b->ptr)
 		s->used++;
 	s->slots[i] = *b;
+	*traced = atomic_load_explicit(&alloy__rep_trace_gen,
+				       memory_order_relaxed);
 	shard_unlock(s);
 	return 0;
 }
@@ -145,10 +150,10 @@ static inline void rep_delete_at(struct rep_shard *s, size_t i)
 
 /*
  * Remove ptr and copy its record to *out: 0; -ENOENT never seen;
- * -EALREADY freed recently (a double free).  The caller owns out->frames.
+ * -EALREADY freed recently (a double free).  *traced as for insert.
  */
 static inline __attribute__((always_inline)) int
-alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
+alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out, uint32_t *traced)
 {
 	uint64_t h;
 	struct rep_shard *s = shard_of(ptr, &h);
@@ -177,6 +182,8 @@ alloy__ptrtable_remove(uintptr_t ptr, struct rep_block *out)
 			if (s->recent[i] == ptr && ptr)
 				rc = -EALREADY;
 	}
+	*traced = atomic_load_explicit(&alloy__rep_trace_gen,
+				       memory_order_relaxed);
 	shard_unlock(s);
 	return rc;
 }

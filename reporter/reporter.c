@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * reporter/reporter.c - recording every allocation: the hooks core calls,
- * the counters per (allocator, device), enable/disable and the exit report.
+ * the counters per (allocator, device), enable/disable, snapshots.
  *
  * The hot path takes no global lock.  A block goes into the sharded
  * pointer table (one shard's spinlock), its counts and total go to this
@@ -12,24 +12,18 @@
  * several; docs/REPORTER.md has the trade-off and the measured cost.
  *
  * Only the trace and the event log serialise, on their own stream lock,
- * and only when they are configured.
+ * and only when they are configured (events.c).  With backtrace:1 a block
+ * also records its call stack (stacks.c); it always records the owner
+ * label in force on its thread (owners.c); both are small ids.  Nothing
+ * here calls the process's malloc: the tables grow in alloy's arena.
  */
-#include <execinfo.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "ptrtable.h"
-#include "core/conf.h"
 
 struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
-
-#define TRACE_BUF     (64 * 1024)
-#define LOG_BUF	      (16 * 1024)
-#define TRACE_VERSION 1
 
 static struct {
 	pthread_once_t once;
@@ -40,71 +34,47 @@ static struct {
 	atomic_bool enabled;
 	atomic_bool drained; /* off, and no old-hook allocation in flight */
 	bool started;	     /* hooks installed at least once */
-	bool forked;	     /* this is a child of the process that set up */
-	bool backtrace;
-	atomic_bool tracing, logging, emitting;
-	struct rep_stream trace, log;
-	uint64_t t0_ns; /* trace time origin */
+	atomic_bool backtrace;
 	_Atomic uint64_t unknown_frees, double_frees, untracked_frees;
 	struct rep_counter all; /* over all entries */
 } R = {
 	.once = PTHREAD_ONCE_INIT,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.trace.lock = PTHREAD_MUTEX_INITIALIZER,
-	.trace.fd = -1,
-	.log.lock = PTHREAD_MUTEX_INITIALIZER,
-	.log.fd = -1,
 };
-
-static __thread long my_tid __attribute__((tls_model("initial-exec")));
-
-static long thread_id(void)
-{
-	if (!my_tid)
-		my_tid = (long)syscall(SYS_gettid);
-	return my_tid;
-}
 
 static void counter_init(struct rep_counter *c, int slot);
 
 /*
  * fork(): hold every reporter lock across it, so the child does not
  * inherit one held by a thread that does not exist there.  The child
- * keeps counting (its blocks are copies) but writes no trace, log or
- * exit report: the parent's files are the parent's, and the buffered
- * lines it inherited would be written twice.
+ * keeps counting (its blocks are copies); its files are its own only
+ * where their paths have %p (session.c).
  */
 static void fork_prepare(void)
 {
+	alloy__rep_session_lock(true);
+	alloy__rep_tables_lock();
 	pthread_mutex_lock(&R.lock);
-	pthread_mutex_lock(&R.trace.lock);
-	pthread_mutex_lock(&R.log.lock);
+	/* Shards before the trace: a trace starting holds both so. */
 	alloy__ptrtable_lock_all();
+	pthread_mutex_lock(&alloy__rep_trace.lock);
+	pthread_mutex_lock(&alloy__rep_log.lock);
 }
 
 static void fork_parent(void)
 {
+	pthread_mutex_unlock(&alloy__rep_log.lock);
+	pthread_mutex_unlock(&alloy__rep_trace.lock);
 	alloy__ptrtable_unlock_all();
-	pthread_mutex_unlock(&R.log.lock);
-	pthread_mutex_unlock(&R.trace.lock);
 	pthread_mutex_unlock(&R.lock);
+	alloy__rep_tables_unlock();
+	alloy__rep_session_lock(false);
 }
 
 static void fork_child(void)
 {
-	struct rep_stream *st[] = { &R.trace, &R.log };
-
-	R.forked = true;
-	atomic_store(&R.tracing, false);
-	atomic_store(&R.logging, false);
-	atomic_store(&R.emitting, false);
-	for (int i = 0; i < 2; i++) {
-		st[i]->len = 0; /* the parent writes these lines */
-		if (st[i]->own_fd && st[i]->fd >= 0)
-			close(st[i]->fd);
-		st[i]->fd = -1;
-	}
 	fork_parent();
+	alloy__rep_session_forked();
 }
 
 static void init_once(void)
@@ -334,73 +304,29 @@ static inline __attribute__((always_inline)) void account(struct rep_entry *e,
 	counter_add(&R.all, t, bytes);
 }
 
-/* ---- trace and event log --------------------------------------------- */
-
-const char *alloy__rep_device_str(struct alloy_device d, char *buf, size_t len)
+static inline bool logging(void)
 {
-	const char *t = alloy_device_type_name(d.type);
-
-	if (t)
-		snprintf(buf, len, "%s:%d", t, d.index);
-	else
-		snprintf(buf, len, "type%d:%d", d.type, d.index);
-	return buf;
+	return atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed);
 }
 
-/* One event line into the trace (format: docs/TRACE-FORMAT.md). */
-static void emit(char op, uintptr_t ptr, const struct rep_block *b,
-		 const struct rep_entry *e, int64_t total)
+/* tracing || logging */
+static inline bool emitting(void)
 {
-	uint64_t now = alloy__rep_now_ns();
-	char line[256], dev[32];
-	int n;
-
-	if (atomic_load_explicit(&R.tracing, memory_order_relaxed)) {
-		if (b)
-			n = snprintf(line, sizeof(line),
-				     "%c %llu %ld %#llx %llu %u %s %s", op,
-				     (unsigned long long)(now - R.t0_ns),
-				     thread_id(), (unsigned long long)ptr,
-				     (unsigned long long)b->size, b->align,
-				     e->name,
-				     alloy__rep_device_str(e->device, dev,
-							   sizeof(dev)));
-		else
-			n = snprintf(line, sizeof(line), "%c %llu %ld %#llx",
-				     op, (unsigned long long)(now - R.t0_ns),
-				     thread_id(), (unsigned long long)ptr);
-		alloy__stream_line(&R.trace, line, (size_t)n, now);
-	}
-	if (atomic_load_explicit(&R.logging, memory_order_relaxed)) {
-		if (b)
-			n = snprintf(
-				line, sizeof(line),
-				"alloy: %s %llu bytes %s %s (%s), total %lld bytes",
-				op == 'a' ? "alloc" : "free",
-				(unsigned long long)b->size,
-				op == 'a' ? "from" : "to", e->name,
-				alloy__rep_device_str(e->device, dev,
-						      sizeof(dev)),
-				(long long)total);
-		else
-			n = snprintf(line, sizeof(line),
-				     "alloy: %s free of %#llx",
-				     op == 'd' ? "double" : "unknown",
-				     (unsigned long long)ptr);
-		alloy__stream_line(&R.log, line, (size_t)n, now);
-	}
+	return atomic_load_explicit(&alloy__rep_tracing,
+				    memory_order_relaxed) ||
+	       atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed);
 }
 
-/* tracing || logging, kept in one flag for the hot path. */
-static bool emitting(void)
+/*
+ * A forked child whose files are its own opens them at its first event,
+ * before that event touches the table: its trace starts with the blocks
+ * it inherited, and this one comes after.
+ */
+static inline void child_files(void)
 {
-	return atomic_load_explicit(&R.emitting, memory_order_relaxed);
-}
-
-static void update_emitting(void)
-{
-	atomic_store(&R.emitting,
-		     atomic_load(&R.tracing) || atomic_load(&R.logging));
+	if (unlikely(emitting()) &&
+	    unlikely(alloy__rep_session_reopen_pending()))
+		alloy__rep_session_reopen();
 }
 
 /* ---- recording ----------------------------------------------------- */
@@ -414,28 +340,18 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 		.entry = (uint16_t)(e - alloy__rep_entries),
 		.align = align <= UINT32_MAX ? (uint32_t)align : 0,
 	};
+	uint32_t traced;
 
-	if (R.backtrace) {
-		void *frames[REP_MAX_FRAMES + 2];
-		int n = backtrace(frames, REP_MAX_FRAMES + 2);
-
-		/* Skip this function and the hook: start at the caller. */
-		if (n > 2 &&
-		    (b.frames = malloc((size_t)(n - 2) * sizeof(void *)))) {
-			memcpy(b.frames, frames + 2,
-			       (size_t)(n - 2) * sizeof(void *));
-			b.nframes = (uint16_t)(n - 2);
-		}
-	}
-	if (alloy__ptrtable_insert(&b)) {
-		/* Not recorded at all, so its free will not be counted either.
-		 */
-		free(b.frames);
-		return;
-	}
+	child_files();
+	if (atomic_load_explicit(&R.backtrace, memory_order_relaxed))
+		b.stack = alloy__rep_stack_capture();
+	b.owner = alloy__rep_owner_id(alloy__tls_self);
+	if (alloy__ptrtable_insert(&b, &traced))
+		return; /* not recorded at all: nor will its free be */
 	account(e, (int64_t)size);
-	if (unlikely(emitting()))
-		emit('a', b.ptr, &b, e, counter_current(&R.all));
+	if (unlikely(traced || logging()))
+		alloy__rep_emit('a', b.ptr, &b, e, counter_current(&R.all),
+				traced);
 }
 
 /* Account the free of ptr; the table's record says what it was. */
@@ -443,9 +359,12 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 							     bool by_hand)
 {
 	struct rep_block b;
-	int rc = alloy__ptrtable_remove((uintptr_t)ptr, &b);
 	struct rep_entry *e;
+	uint32_t traced;
+	int rc;
 
+	child_files();
+	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b, &traced);
 	if (rc) {
 		if (!by_hand) {
 			/* Made while recording was off: not ours to count. */
@@ -458,17 +377,16 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 		atomic_fetch_add(rc == -EALREADY ? &R.double_frees
 						 : &R.unknown_frees,
 				 1);
-		if (emitting())
-			emit(rc == -EALREADY ? 'd' : 'u', (uintptr_t)ptr, NULL,
-			     NULL, 0);
+		if (traced || logging())
+			alloy__rep_emit(rc == -EALREADY ? 'd' : 'u',
+					(uintptr_t)ptr, NULL, NULL, 0, traced);
 		return rc;
 	}
-	if (unlikely(b.frames))
-		free(b.frames);
 	e = &alloy__rep_entries[b.entry];
 	account(e, -(int64_t)b.size);
-	if (unlikely(emitting()))
-		emit('f', b.ptr, &b, e, counter_current(&R.all));
+	if (unlikely(traced || logging()))
+		alloy__rep_emit('f', b.ptr, &b, e, counter_current(&R.all),
+				traced);
 	return 0;
 }
 
@@ -554,7 +472,8 @@ int alloy_reporter_enable(void)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&R.lock);
-	R.backtrace = alloy__conf.backtrace;
+	if (alloy__conf.backtrace)
+		atomic_store(&R.backtrace, true);
 	R.started = true;
 	atomic_store(&R.drained, false);
 	atomic_store(&R.enabled, true);
@@ -582,6 +501,16 @@ int alloy_reporter_disable(void)
 		atomic_store(&R.drained, true);
 	pthread_mutex_unlock(&R.lock);
 	maybe_unhook();
+	return 0;
+}
+
+int alloy_reporter_set_backtrace(bool on)
+{
+	ALLOY_ENFORCE(!on || alloy__rep_stacks_available(), -ENOTSUP,
+		      "this alloy was built without libunwind: no call stacks");
+	if (on)
+		alloy__rep_stacks_init();
+	atomic_store(&R.backtrace, on);
 	return 0;
 }
 
@@ -694,107 +623,12 @@ int alloy_reporter_flush(void)
 {
 	int rc = 0;
 
-	if (atomic_load(&R.tracing))
-		rc = alloy__stream_flush(&R.trace);
-	if (atomic_load(&R.logging) && !rc)
-		rc = alloy__stream_flush(&R.log);
+	if (atomic_load(&alloy__rep_tracing))
+		rc = alloy__stream_flush(&alloy__rep_trace);
+	if (atomic_load(&alloy__rep_logging) && !rc)
+		rc = alloy__stream_flush(&alloy__rep_log);
 	if (rc)
-		return alloy__error(rc, __func__, "writing: %s", strerror(-rc));
+		return alloy__error(rc, __func__, "writing: %s",
+				    strerrordesc_np(-rc));
 	return 0;
-}
-
-/* ---- configured start and the exit report --------------------------- */
-
-static void write_file(void *arg, const char *text)
-{
-	fputs(text, arg);
-}
-
-static void at_exit(void)
-{
-	char line[64];
-	int n;
-
-	if (atomic_load(&R.tracing)) {
-		n = snprintf(
-			line, sizeof(line), "end %llu %llu",
-			(unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
-			(unsigned long long)(R.trace.lines - 2));
-		atomic_store(&R.tracing, false);
-		update_emitting();
-		alloy__stream_line(&R.trace, line, (size_t)n, 0);
-		alloy__stream_close(&R.trace);
-	}
-	if (atomic_load(&R.logging)) {
-		atomic_store(&R.logging, false);
-		update_emitting();
-		alloy__stream_close(&R.log);
-	}
-	if (alloy__conf.report[0] && !R.forked) {
-		const char *where = alloy__conf.report;
-		bool std = !strcmp(where, "stderr") || !strcmp(where, "stdout");
-		FILE *f = !strcmp(where, "stderr")   ? stderr
-			  : !strcmp(where, "stdout") ? stdout
-						     : fopen(where, "w");
-		bool json = !strcmp(alloy__conf.report_format, "json");
-
-		if (!f) {
-			fprintf(stderr, "alloy: report: cannot open \"%s\"\n",
-				where);
-			return;
-		}
-		alloy_reporter_print(
-			write_file, f,
-			json ? ALLOY_REPORT_JSON : ALLOY_REPORT_TEXT, true);
-		if (std)
-			fflush(f);
-		else
-			fclose(f);
-	}
-}
-
-static void start_trace(const char *where)
-{
-	char line[160];
-	int n;
-
-	if (alloy__stream_open(&R.trace, where, TRACE_BUF)) {
-		alloy__conf_report("trace:%s: %s; no trace written", where,
-				   alloy_last_error());
-		return;
-	}
-	R.t0_ns = alloy__rep_now_ns();
-	n = snprintf(line, sizeof(line),
-		     "alloy-trace %d pid=%ld clock=monotonic unit=ns",
-		     TRACE_VERSION, (long)getpid());
-	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
-	n = snprintf(line, sizeof(line),
-		     "# op t_ns thread block size align allocator device");
-	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
-	atomic_store(&R.tracing, true);
-	update_emitting();
-}
-
-void alloy__reporter_start(void)
-{
-	const struct alloy__conf *c = &alloy__conf;
-
-	if (!c->report[0] && !c->log[0] && !c->trace[0])
-		return;
-	if (c->trace[0])
-		start_trace(c->trace);
-	if (c->log[0]) {
-		if (alloy__stream_open(&R.log, c->log, LOG_BUF))
-			alloy__conf_report("log:%s: %s; no event log", c->log,
-					   alloy_last_error());
-		else
-			atomic_store(&R.logging, true);
-		update_emitting();
-	}
-	if (alloy_reporter_enable()) {
-		alloy__conf_report("report: %s; the reporter is off",
-				   alloy_last_error());
-		return;
-	}
-	atexit(at_exit);
 }

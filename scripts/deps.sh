@@ -3,7 +3,7 @@
 # Does nothing when everything is already there.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
-      libjemalloc-dev libmimalloc-dev python3)
+      libjemalloc-dev libmimalloc-dev libunwind-dev binutils python3)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
 # --timeline: headless Chromium, for scripts/check-timeline.sh only.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "tensor/tensor_impl.h"
+#include "tensor/blob_impl.h"
 #include <alloy/workspace.h>
 #include <alloy/blob.h>
 
@@ -16,7 +17,22 @@ struct alloy_blob {
 	const struct alloy_type_meta *meta; /* NULL: empty */
 	void *obj;
 	bool owned;
+	const char *owner; /* label of its tensors' memory, or NULL */
 };
+
+void alloy__blob_set_owner(struct alloy_blob *b, const char *label)
+{
+	b->owner = alloy__owner_intern(label);
+}
+
+/* A tensor the blob made or hands out for writing allocates as its own. */
+static void *label(struct alloy_blob *b, void *obj,
+		   const struct alloy_type_meta *t)
+{
+	if (obj && b->owner && t == alloy_type(ALLOY_TYPE_TENSOR))
+		((struct alloy_tensor *)obj)->owner = b->owner;
+	return obj;
+}
 
 struct alloy_blob *alloy_blob_new(void)
 {
@@ -106,13 +122,13 @@ void *alloy_blob_get_mutable(struct alloy_blob *b,
 		return NULL;
 	}
 	if (b->meta == t)
-		return b->obj;
+		return label(b, b->obj, t);
 	obj = alloy_type_new_object(t);
 	if (!obj)
 		return NULL;
 	if (is_new)
 		*is_new = true;
-	return hold(b, t, obj, true);
+	return label(b, hold(b, t, obj, true), t);
 }
 
 void *alloy_blob_reset(struct alloy_blob *b, const struct alloy_type_meta *t,
@@ -170,10 +186,10 @@ struct alloy_tensor *alloy_blob_get_mutable_tensor(struct alloy_blob *b,
 		struct alloy_device have = alloy_tensor_device(b->obj);
 
 		if (have.type == dev.type && have.index == dev.index)
-			return b->obj;
+			return label(b, b->obj, tt);
 	}
 	t = alloy_tensor_new(dev);
 	if (!t)
 		return NULL;
-	return hold(b, tt, t, true);
+	return label(b, hold(b, tt, t, true), tt);
 }

@@ -337,6 +337,7 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 {
 	const struct alloy_type_meta *old;
 	struct alloy_storage *s;
+	bool labelled;
 	size_t bytes;
 	int rc;
 
@@ -366,8 +367,11 @@ int alloy__tensor_mutable_data(const char *func, struct alloy_tensor *t,
 		if (rc)
 			return rc;
 	}
+	labelled = alloy__tensor_owner_push(t);
 	rc = alloy__storage_prepare(func, t->storage, dtype, (size_t)t->numel,
 				    bytes);
+	if (labelled)
+		alloy_owner_pop();
 	if (rc)
 		return rc;
 out:

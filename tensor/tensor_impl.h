@@ -18,7 +18,19 @@ struct alloy_tensor {
 	struct alloy_device device;
 	struct alloy_storage *storage; /* never NULL */
 	int64_t dims[ALLOY_TENSOR_MAX_DIMS];
+	/*
+	 * Owner label of the memory it allocates (a workspace blob's name,
+	 * tensor/blob.c), pushed around its allocations; NULL: none.  From
+	 * alloy__owner_intern, so it outlives the blob.
+	 */
+	const char *owner;
 };
+
+/* Allocation of t's memory under its owner label, if it has one. */
+static inline bool alloy__tensor_owner_push(const struct alloy_tensor *t)
+{
+	return t->owner && !alloy_owner_push(t->owner);
+}
 
 /*
  * Check dims for t's type: 0 <= ndim <= max, every dim >= 0, and neither

@@ -24,11 +24,15 @@ static int regrow(struct alloy_tensor *t, int64_t cap_numel)
 	struct alloy_storage *old = t->storage;
 	const struct alloy_type_meta *dtype = alloy__storage_dtype(old);
 	struct alloy_storage *s = alloy_storage_new(t->device, dtype);
+	bool labelled;
 	int rc;
 
 	if (!s)
 		return -ENOMEM;
+	labelled = alloy__tensor_owner_push(t);
 	rc = alloy_storage_allocate(s, dtype, (size_t)cap_numel);
+	if (labelled)
+		alloy_owner_pop();
 	if (!rc)
 		rc = alloy__copy_items("alloy_tensor_extend", dtype,
 				       (size_t)t->numel,

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/tensor_impl.h"
+#include "tensor/blob_impl.h"
 #include <alloy/workspace.h>
 #include <alloy/blob.h>
 
@@ -104,6 +104,8 @@ static struct alloy_blob *insert(struct alloy_workspace *ws, size_t i,
 	e.blob = alloy_blob_new();
 	if (!e.name || !e.blob)
 		goto err_free_entry;
+	/* What its tensors allocate is owned by the blob's name. */
+	alloy__blob_set_owner(e.blob, name);
 	memmove(&ws->entries[i + 1], &ws->entries[i],
 		(ws->n - i) * sizeof(ws->entries[0]));
 	ws->entries[i] = e;

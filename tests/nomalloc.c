@@ -13,8 +13,12 @@
  * points (__libc_memalign, __libc_free), which no front replaces, so what
  * is checked is alloy's own code.
  *
- * Usage: nomalloc [--reporter]   (the reporter with trace, log and
- * backtraces, when its part is malloc-free too)
+ * Usage: nomalloc [--reporter | --traced]
+ *   --reporter  the reporter on (alloy_reporter_enable)
+ *   --traced    ALLOY_CONF with a trace, an event log, an exit report
+ *               (paths with %p, so the forked child writes its own) and
+ *               call stacks; armed through the exit report too; the
+ *               files are checked afterwards
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <alloy/alloy.h>
@@ -230,8 +235,97 @@ static int run(bool reporter)
 	return 0;
 }
 
+/* The last line of a file, or "" */
+static void last_line(const char *path, char *out, size_t len)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	out[0] = '\0';
+	while (f && fgets(line, sizeof(line), f))
+		snprintf(out, len, "%s", line);
+	if (f)
+		fclose(f);
+}
+
+static bool file_has(const char *path, const char *prefix)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, prefix, strlen(prefix));
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * The reporter as ALLOY_CONF starts it, in a child process so that its
+ * exit (the end record, the exit report) runs armed as well and the
+ * files can be read here once it is gone.
+ */
+static int run_traced(void)
+{
+	char dir[] = "/tmp/alloy-nomalloc.XXXXXX", conf[512], path[256];
+	char last[512];
+	pid_t pid;
+	int st, rc = 1;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(conf, sizeof(conf),
+		 "trace:%s/t.%%p,log:%s/log.%%p,report:%s/report.%%p,"
+		 "backtrace:1,leaks:summary",
+		 dir, dir, dir);
+	setenv("ALLOY_CONF", conf, 1);
+	pid = fork();
+	if (pid == 0) {
+		if (run(true))
+			_exit(1);
+		armed = 1; /* the exit report and the trace's end, armed */
+		exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "nomalloc: the traced run failed (%d)\n", st);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/t.%d", dir, (int)pid);
+	last_line(path, last, sizeof(last));
+	if (strncmp(last, "end ", 4) || !file_has(path, "s ") ||
+	    !file_has(path, "a ")) {
+		fprintf(stderr,
+			"nomalloc: %s: no end record, stacks or events (last line \"%s\")\n",
+			path, last);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/report.%d", dir, (int)pid);
+	if (!file_has(path, "blocks live at exit: 0 blocks")) {
+		fprintf(stderr, "nomalloc: %s: no exit report\n", path);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/log.%d", dir, (int)pid);
+	if (!file_has(path, "alloy: alloc ")) {
+		fprintf(stderr, "nomalloc: %s: no event log\n", path);
+		goto out;
+	}
+	printf("nomalloc: trace, log, exit report and call stacks: no call into malloc\n");
+	rc = 0;
+out:
+	if (!rc) {
+		snprintf(conf, sizeof(conf), "rm -rf '%s'", dir);
+		if (system(conf))
+			rc = 1;
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--traced"))
+		return run_traced();
 	return run(argc > 1 && !strcmp(argv[1], "--reporter"));
 }
 #endif /* SANITIZED */

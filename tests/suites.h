@@ -10,6 +10,7 @@
 	X(error)             \
 	X(reporter)          \
 	X(trace)             \
+	X(owner)             \
 	X(conf)              \
 	X(registry)          \
 	X(plain)             \

@@ -200,5 +200,6 @@ extern const struct bench bench_backends;
 extern const struct bench bench_c10;
 extern const struct bench bench_tensor;
 extern const struct bench bench_cuda;
+extern const struct bench bench_profiler;
 
 #endif /* ALLOY_TOOLS_BENCH_H */

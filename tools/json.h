@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/json.h - the little JSON the alloy command writes.
+ * tools/json.h - the little JSON (and HTML text) the alloy command writes.
  */
 #ifndef ALLOY_TOOLS_JSON_H
 #define ALLOY_TOOLS_JSON_H
@@ -9,6 +9,15 @@
 
 /* Write s as a JSON string literal, quotes included. */
 void json_string(FILE *out, const char *s);
+
+/*
+ * The same, safe inside an HTML <script> element as well: <, > and & are
+ * written as \u escapes, so no text can close the element.
+ */
+void json_string_script(FILE *out, const char *s);
+
+/* Write s as HTML or SVG text (&, <, >, " escaped). */
+void html_text(FILE *out, const char *s);
 
 /* Write a double as JSON (finite values only; others become null). */
 void json_number(FILE *out, double v);

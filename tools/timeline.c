@@ -12,12 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "trace.h"
 
 #define W      1040
 #define H      520
-#define LEFT   92
-#define RIGHT  (W - 260)
+#define LEFT   TIMELINE_LEFT
+#define RIGHT  (LEFT + TIMELINE_COLUMNS)
 #define TOP    56
 #define BOTTOM (H - 64)
 #define NB     (RIGHT - LEFT)
@@ -84,7 +85,8 @@ static void bucket(struct series_px *s, int b, double v)
 }
 
 void trace_timeline_svg(FILE *out, const struct trace *tr,
-			const struct trace_summary *sum)
+			const struct trace_summary *sum,
+			const struct timeline_notes *notes, bool standalone)
 {
 	size_t ns = tr->nseries, nc = sizeof(colours) / sizeof(colours[0]);
 	struct series_px *px = calloc(ns + 1, sizeof(*px));
@@ -124,9 +126,10 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 		bucket(&px[ns], b, (double)live[ns]);
 	}
 
+	if (standalone)
+		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	fprintf(out,
-		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
 		"<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">"
@@ -205,6 +208,27 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 					  hb, sizeof(hb)),
 			(unsigned long long)(s == ns ? sum->all.allocs
 						     : sum->s[s].allocs));
+	}
+	/* The peak's top sites and owners, under the legend. */
+	for (size_t i = 0; notes && i < notes->n; i++) {
+		int y = TOP + 8 + (int)(ns + (show_all ? 1 : 0)) * 38 + 4 +
+			(int)i * 15;
+
+		const char *text = notes->text[i];
+		int indent = 0;
+
+		if (y > H - 8)
+			break; /* many series: no room left */
+		/* SVG folds leading spaces: indent by position instead. */
+		while (*text == ' ') {
+			text++;
+			indent += 4;
+		}
+		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\"%s>",
+			RIGHT + 16 + indent, y,
+			indent ? "" : " font-weight=\"bold\"");
+		html_text(out, text);
+		fprintf(out, "</text>\n");
 	}
 	fprintf(out, "</svg>\n");
 	free(px);

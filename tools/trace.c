@@ -1,20 +1,34 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/trace.c - the trace reader and the one-pass summary.
+ * tools/trace.c - the trace reader (versions 1 and 2) and the one-pass
+ * summary.
  *
  * The reader is strict: every line must parse, every free must name a
- * block that is live at that point, and the first problem stops it with
- * the line number and byte offset where it was found.  The one allowance
- * is a missing end record, which is what a trace of a crashed program
- * looks like: the writer only ever leaves whole lines behind.
+ * block that is live at that point, sizes, sums and times must not wrap,
+ * and the first problem stops it with the line number and byte offset
+ * where it was found.  Two allowances: a missing end record, which is
+ * what a trace of a crashed program looks like (the writer only ever
+ * leaves whole lines behind), and references to stacks or owners the
+ * trace never declared (a cut stack table), which are counted, shown as
+ * unknown, and reported by the commands.
+ *
+ * The file is mapped and parsed by hand: a report of ten million events
+ * must take seconds (docs/BENCHMARKS.md), and sscanf alone would spend
+ * more than that.
  */
 #include <errno.h>
-#include <inttypes.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "trace.h"
+
+/* Call progress every so many lines. */
+#define PROGRESS_LINES (1u << 18)
 
 struct reader {
 	const char *path;
@@ -22,6 +36,20 @@ struct reader {
 	long long offset;
 	char *err;
 	size_t errlen;
+	struct trace *tr;
+	struct blockmap live;
+	uint64_t live_bytes, total_bytes;
+	uint64_t t_ns; /* running time (version 2: the sum of deltas) */
+	/* Version 2: series id -> (series index, alignment). */
+	struct {
+		uint16_t series;
+		uint32_t align;
+		bool defined;
+	} * vseries;
+	size_t nvseries;
+	size_t v1_threads; /* version 1: threads seen (by tid) */
+	bool time_wrapped;
+	size_t modcap;
 };
 
 static int fail(struct reader *r, const char *fmt, ...)
@@ -128,7 +156,96 @@ void blockmap_free(struct blockmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* ---- parsing ------------------------------------------------------- */
+/* ---- fields -------------------------------------------------------- */
+
+/* A line being read: [p, end), fields separated by spaces. */
+struct tok {
+	const char *p, *end;
+};
+
+static bool at_end(const struct tok *t)
+{
+	return t->p == t->end;
+}
+
+/* The spaces before a field; false at the end of the line. */
+static bool sep(struct tok *t)
+{
+	if (t->p == t->end || *t->p != ' ')
+		return false;
+	while (t->p < t->end && *t->p == ' ')
+		t->p++;
+	return t->p < t->end;
+}
+
+/* A field ends at a space or at the end of the line. */
+static bool field_end(const struct tok *t)
+{
+	return t->p == t->end || *t->p == ' ';
+}
+
+static bool dec(struct tok *t, uint64_t *v)
+{
+	const char *s = t->p;
+	uint64_t x = 0;
+
+	while (t->p < t->end && *t->p >= '0' && *t->p <= '9') {
+		if (__builtin_mul_overflow(x, 10, &x) ||
+		    __builtin_add_overflow(x, (uint64_t)(*t->p - '0'), &x))
+			return false;
+		t->p++;
+	}
+	*v = x;
+	return t->p > s && field_end(t);
+}
+
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Hexadecimal, with or without 0x. */
+static bool hex(struct tok *t, uint64_t *v)
+{
+	const char *s;
+	uint64_t x = 0;
+	int d;
+
+	if (t->end - t->p > 2 && t->p[0] == '0' &&
+	    (t->p[1] == 'x' || t->p[1] == 'X'))
+		t->p += 2;
+	s = t->p;
+	while (t->p < t->end && (d = hexdigit(*t->p)) >= 0) {
+		if (x >> 60)
+			return false;
+		x = x << 4 | (uint64_t)d;
+		t->p++;
+	}
+	*v = x;
+	return t->p > s && field_end(t);
+}
+
+/* A word into buf (NUL-terminated); false when empty or too long. */
+static bool word(struct tok *t, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (t->p < t->end && *t->p != ' ') {
+		if (n + 1 >= len)
+			return false;
+		buf[n++] = *t->p++;
+	}
+	buf[n] = '\0';
+	return n > 0;
+}
+
+/* ---- tables -------------------------------------------------------- */
 
 static int series_index(struct trace *tr, const char *alloc, const char *dev)
 {
@@ -143,6 +260,25 @@ static int series_index(struct trace *tr, const char *alloc, const char *dev)
 	snprintf(tr->series[tr->nseries].device, sizeof(tr->series[0].device),
 		 "%s", dev);
 	return (int)tr->nseries++;
+}
+
+/* Make *arr hold at least n elements of size sz, zeroing what is new. */
+static int grow(void **arr, size_t *have, size_t n, size_t sz)
+{
+	size_t cap = *have ? *have : 64;
+	void *p;
+
+	if (n <= *have)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(*arr, cap * sz);
+	if (!p)
+		return -ENOMEM;
+	memset((char *)p + *have * sz, 0, (cap - *have) * sz);
+	*arr = p;
+	*have = cap;
+	return 0;
 }
 
 static int push(struct trace *tr, const struct trace_event *e)
@@ -160,164 +296,619 @@ static int push(struct trace *tr, const struct trace_event *e)
 	return 0;
 }
 
-static int parse_event(struct reader *r, struct trace *tr,
-		       struct blockmap *live, char *line)
+/* The index of kernel thread tid (version 1 names threads by tid). */
+static int thread_of_tid(struct reader *r, long tid, uint32_t *out)
 {
-	struct trace_event e = { .op = line[0] };
-	unsigned long long t, block, size = 0;
-	unsigned align = 0;
-	char alloc[64] = "", dev[32] = "", extra;
+	struct trace *tr = r->tr;
+
+	/* Few threads, and consecutive events mostly share one. */
+	for (size_t i = r->v1_threads; i-- > 0;)
+		if (tr->threads[i] == tid) {
+			*out = (uint32_t)i;
+			return 0;
+		}
+	if (r->v1_threads >= TRACE_MAX_ID)
+		return fail(r, "more than %u threads", TRACE_MAX_ID);
+	if (grow((void **)&tr->threads, &tr->nthreads, r->v1_threads + 1,
+		 sizeof(long)))
+		return fail(r, "out of memory");
+	tr->threads[r->v1_threads] = tid;
+	*out = (uint32_t)r->v1_threads++;
+	return 0;
+}
+
+/* ---- events, both versions ------------------------------------------ */
+
+static int check_align(struct reader *r, uint64_t align)
+{
+	if (!align || (align & (align - 1)) || align > TRACE_MAX_ALIGN)
+		return fail(r,
+			    "alignment %llu is not a power of two up to 2^40",
+			    (unsigned long long)align);
+	return 0;
+}
+
+/* Add an allocation of e->size bytes: checked sums, the live set. */
+static int add_alloc(struct reader *r, struct trace_event *e)
+{
 	int n;
 
-	if (e.op == TRACE_ALLOC || e.op == TRACE_FREE) {
-		n = sscanf(line + 1, " %llu %ld %llx %llu %u %63s %31s %c", &t,
-			   &e.tid, &block, &size, &align, alloc, dev, &extra);
-		if (n != 7)
+	if (!e->size)
+		return fail(r, "allocation of 0 bytes");
+	if (e->size > TRACE_MAX_SIZE)
+		return fail(r,
+			    "size %llu is larger than any block (2^63 - 1 bytes)",
+			    (unsigned long long)e->size);
+	if (__builtin_add_overflow(r->live_bytes, e->size, &r->live_bytes))
+		return fail(r, "live bytes pass 2^64 with this block of %llu",
+			    (unsigned long long)e->size);
+	if (__builtin_add_overflow(r->total_bytes, e->size, &r->total_bytes))
+		return fail(r, "total bytes pass 2^64 with this block of %llu",
+			    (unsigned long long)e->size);
+	/* The live set maps a block to its allocation event. */
+	n = blockmap_insert(&r->live, e->block, r->tr->nev);
+	if (n == -EEXIST)
+		return fail(r, "block %#llx allocated while live",
+			    (unsigned long long)e->block);
+	if (n)
+		return fail(r, "out of memory");
+	return 0;
+}
+
+/* The live block a free names, taken out of the live set; NULL + error. */
+static const struct trace_event *take_live(struct reader *r, uint64_t block)
+{
+	struct blockmap_slot *b = blockmap_find(&r->live, block);
+	const struct trace_event *a;
+
+	if (!b) {
+		fail(r, "free of block %#llx, which is not live",
+		     (unsigned long long)block);
+		return NULL;
+	}
+	a = &r->tr->ev[b->value];
+	blockmap_remove(&r->live, b);
+	r->live_bytes -= a->size;
+	return a;
+}
+
+static int add_event(struct reader *r, const struct trace_event *e)
+{
+	if (push(r->tr, e))
+		return fail(r, "out of memory");
+	return 0;
+}
+
+/* Version 1 keeps times as written; the summary takes the running max. */
+static void stamp(struct reader *r, struct trace_event *e, uint64_t t)
+{
+	r->t_ns = t > r->t_ns ? t : r->t_ns;
+	e->t_ns = r->t_ns;
+}
+
+/* ---- version 1 ------------------------------------------------------ */
+
+static int v1_event(struct reader *r, struct tok *t, char op, const char *line)
+{
+	int len = (int)(t->end - line) < 60 ? (int)(t->end - line) : 60;
+	struct trace *tr = r->tr;
+	struct trace_event e = { .op = op };
+	uint64_t time, tid, block, size = 0, align = 0;
+	char alloc[64], dev[32];
+	bool ok;
+	int n;
+
+	if (op == TRACE_ALLOC || op == TRACE_FREE) {
+		ok = sep(t) && dec(t, &time) && sep(t) && dec(t, &tid) &&
+		     sep(t) && hex(t, &block) && sep(t) && dec(t, &size) &&
+		     sep(t) && dec(t, &align) && sep(t) &&
+		     word(t, alloc, sizeof(alloc)) && sep(t) &&
+		     word(t, dev, sizeof(dev)) && at_end(t);
+		if (!ok)
 			return fail(
 				r,
-				"expected \"%c T_NS THREAD BLOCK SIZE ALIGN ALLOCATOR DEVICE\", got \"%.60s\"",
-				e.op, line);
+				"expected \"%c T_NS THREAD BLOCK SIZE ALIGN ALLOCATOR DEVICE\", got \"%.*s\"",
+				op, len, line);
 		if (!alloy_allocator_name_valid(alloc))
 			return fail(r, "bad allocator name \"%s\"", alloc);
 		if (!strchr(dev, ':'))
 			return fail(r, "bad device \"%s\" (want TYPE:INDEX)",
 				    dev);
+		if (check_align(r, align))
+			return -1;
 		n = series_index(tr, alloc, dev);
 		if (n < 0)
 			return fail(r, "more than %d allocator/device pairs",
 				    TRACE_MAX_SERIES);
 		e.series = (uint16_t)n;
-	} else if (e.op == TRACE_UNKNOWN_FREE || e.op == TRACE_DOUBLE_FREE) {
-		n = sscanf(line + 1, " %llu %ld %llx %c", &t, &e.tid, &block,
-			   &extra);
-		if (n != 3)
+	} else {
+		ok = sep(t) && dec(t, &time) && sep(t) && dec(t, &tid) &&
+		     sep(t) && hex(t, &block) && at_end(t);
+		if (!ok)
 			return fail(
 				r,
-				"expected \"%c T_NS THREAD BLOCK\", got \"%.60s\"",
-				e.op, line);
-	} else {
-		return fail(r, "unknown record \"%.20s\"", line);
+				"expected \"%c T_NS THREAD BLOCK\", got \"%.*s\"",
+				op, len, line);
 	}
 	if (!block)
 		return fail(r, "block 0 is not a block");
-	e.t_ns = t;
+	if (thread_of_tid(r, (long)tid, &e.thread))
+		return -1;
+	stamp(r, &e, time);
 	e.block = block;
 	e.size = size;
-	e.align = align;
-	if (e.op == TRACE_ALLOC) {
-		if (!size)
-			return fail(r, "allocation of 0 bytes");
-		/* The live set maps a block to its allocation event. */
-		n = blockmap_insert(live, block, tr->nev);
-		if (n == -EEXIST)
-			return fail(r, "block %#llx allocated while live",
-				    block);
-		if (n)
-			return fail(r, "out of memory");
-	} else if (e.op == TRACE_FREE) {
-		struct blockmap_slot *b = blockmap_find(live, block);
-		const struct trace_event *a;
+	e.align = (uint32_t)(align > UINT32_MAX ? 0 : align);
+	if (op == TRACE_ALLOC) {
+		if (add_alloc(r, &e))
+			return -1;
+	} else if (op == TRACE_FREE) {
+		const struct trace_event *a = take_live(r, block);
 
-		if (!b)
-			return fail(r, "free of block %#llx, which is not live",
-				    block);
-		a = &tr->ev[b->value];
+		if (!a)
+			return -1;
 		if (a->size != size)
 			return fail(
 				r,
 				"free of block %#llx with size %llu, allocated with %llu",
-				block, size, (unsigned long long)a->size);
+				(unsigned long long)block,
+				(unsigned long long)size,
+				(unsigned long long)a->size);
 		/* Else the summary would count a free where no allocation was.
 		 */
 		if (a->series != e.series)
 			return fail(
 				r,
 				"free of block %#llx by %s on %s, allocated by %s on %s",
-				block, alloc, dev,
+				(unsigned long long)block, alloc, dev,
 				tr->series[a->series].allocator,
 				tr->series[a->series].device);
-		blockmap_remove(live, b);
 	}
-	if (push(tr, &e))
-		return fail(r, "out of memory");
+	return add_event(r, &e);
+}
+
+/* ---- version 2 ------------------------------------------------------ */
+
+/* The time field: since the previous event.  Sums that wrap are errors. */
+static bool v2_time(struct reader *r, struct tok *t, struct trace_event *e)
+{
+	uint64_t dt;
+
+	if (!(sep(t) && dec(t, &dt)))
+		return false;
+	if (__builtin_add_overflow(r->t_ns, dt, &r->t_ns)) {
+		r->time_wrapped = true;
+		return false;
+	}
+	e->t_ns = r->t_ns;
+	return true;
+}
+
+/* The error of a record that did not parse. */
+static int bad_record(struct reader *r, const char *want)
+{
+	if (r->time_wrapped)
+		return fail(r, "time passes 2^64 ns");
+	return fail(r, "expected \"%s\"", want);
+}
+
+static int v2_thread(struct reader *r, uint64_t id, uint32_t *out)
+{
+	if (!id || id >= r->tr->nthreads || !r->tr->threads[id])
+		return fail(r, "thread %llu was not declared (no \"T\" record)",
+			    (unsigned long long)id);
+	*out = (uint32_t)id;
 	return 0;
 }
 
-int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
+static uint32_t v2_stack(struct reader *r, uint64_t id)
 {
-	struct reader r = { path, 0, 0, err, errlen };
-	struct blockmap live = { 0 };
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	FILE *f;
+	struct trace *tr = r->tr;
+
+	if (!id)
+		return 0;
+	if (id < tr->nnodes && tr->nodes[id].defined)
+		return (uint32_t)id;
+	tr->missing_stacks++;
+	return TRACE_STACK_MISSING;
+}
+
+static uint32_t v2_owner(struct reader *r, uint64_t id)
+{
+	struct trace *tr = r->tr;
+
+	if (!id || (id < tr->nowners && tr->owners[id]))
+		return (uint32_t)id;
+	tr->missing_owners++;
+	return 0;
+}
+
+static int v2_alloc(struct reader *r, struct tok *t)
+{
+	struct trace_event e = { .op = TRACE_ALLOC };
+	uint64_t th, series, stack = 0, owner = 0;
+
+	if (!(v2_time(r, t, &e) && sep(t) && dec(t, &th) && sep(t) &&
+	      dec(t, &series) && sep(t) && hex(t, &e.block) && sep(t) &&
+	      dec(t, &e.size)))
+		goto bad;
+	if (sep(t) &&
+	    !(dec(t, &stack) && (at_end(t) || (sep(t) && dec(t, &owner)))))
+		goto bad;
+	if (!at_end(t))
+		goto bad;
+	if (!e.block)
+		return fail(r, "block 0 is not a block");
+	if (v2_thread(r, th, &e.thread))
+		return -1;
+	if (!series || series >= r->nvseries || !r->vseries[series].defined)
+		return fail(r, "series %llu was not declared (no \"S\" record)",
+			    (unsigned long long)series);
+	e.series = r->vseries[series].series;
+	e.align = r->vseries[series].align;
+	e.stack = v2_stack(r, stack);
+	e.owner = v2_owner(r, owner);
+	if (add_alloc(r, &e))
+		return -1;
+	return add_event(r, &e);
+bad:
+	return bad_record(r, "a DT THREAD SERIES BLOCK SIZE [STACK [OWNER]]");
+}
+
+static int v2_other(struct reader *r, struct tok *t, char op)
+{
+	struct trace_event e = { .op = op };
+	uint64_t th;
+
+	if (!(v2_time(r, t, &e) && sep(t) && dec(t, &th) && sep(t) &&
+	      hex(t, &e.block) && at_end(t)))
+		return bad_record(r, op == TRACE_FREE ? "f DT THREAD BLOCK"
+				     : op == TRACE_UNKNOWN_FREE
+					     ? "u DT THREAD BLOCK"
+					     : "d DT THREAD BLOCK");
+	if (!e.block)
+		return fail(r, "block 0 is not a block");
+	if (v2_thread(r, th, &e.thread))
+		return -1;
+	if (op == TRACE_FREE) {
+		const struct trace_event *a = take_live(r, e.block);
+
+		if (!a)
+			return -1;
+		e.size = a->size;
+		e.series = a->series;
+		e.align = a->align;
+		e.stack = a->stack;
+		e.owner = a->owner;
+	}
+	return add_event(r, &e);
+}
+
+/* "T ID TID", "S ID ALLOCATOR DEVICE ALIGN", "s ID PARENT FRAME", ... */
+static int v2_declare(struct reader *r, struct tok *t, char op)
+{
+	struct trace *tr = r->tr;
+	uint64_t id, a, b;
+	int c;
+	char alloc[64], dev[32];
+
+	if (!(sep(t) && (op == 'M' ? hex(t, &id) : dec(t, &id))))
+		return fail(r, "expected \"%c ID ...\"", op);
+	if (op != 'M' && (!id || id >= TRACE_MAX_ID))
+		return fail(r, "%c id %llu is not between 1 and %u", op,
+			    (unsigned long long)id, TRACE_MAX_ID - 1);
+	switch (op) {
+	case 'T':
+		if (!(sep(t) && dec(t, &a) && at_end(t)))
+			return fail(r, "expected \"T ID TID\"");
+		if (grow((void **)&tr->threads, &tr->nthreads, id + 1,
+			 sizeof(long)))
+			return fail(r, "out of memory");
+		tr->threads[id] = (long)a ? (long)a : -1;
+		return 0;
+	case 'S':
+		if (!(sep(t) && word(t, alloc, sizeof(alloc)) && sep(t) &&
+		      word(t, dev, sizeof(dev)) && sep(t) && dec(t, &a) &&
+		      at_end(t)))
+			return fail(r,
+				    "expected \"S ID ALLOCATOR DEVICE ALIGN\"");
+		if (!alloy_allocator_name_valid(alloc))
+			return fail(r, "bad allocator name \"%s\"", alloc);
+		if (!strchr(dev, ':'))
+			return fail(r, "bad device \"%s\" (want TYPE:INDEX)",
+				    dev);
+		if (check_align(r, a))
+			return -1;
+		c = series_index(tr, alloc, dev);
+		if (c < 0)
+			return fail(r, "more than %d allocator/device pairs",
+				    TRACE_MAX_SERIES);
+		if (grow((void **)&r->vseries, &r->nvseries, id + 1,
+			 sizeof(*r->vseries)))
+			return fail(r, "out of memory");
+		r->vseries[id].series = (uint16_t)c;
+		r->vseries[id].align = (uint32_t)a;
+		r->vseries[id].defined = true;
+		return 0;
+	case 's': {
+		struct trace_node *nd;
+
+		if (!(sep(t) && dec(t, &a) && sep(t) && hex(t, &b) &&
+		      at_end(t)))
+			return fail(r, "expected \"s ID PARENT FRAME\"");
+		if (grow((void **)&tr->nodes, &tr->nnodes, id + 1,
+			 sizeof(*tr->nodes)))
+			return fail(r, "out of memory");
+		/* Parents come first, so no walk up the tree can loop. */
+		if (a >= id)
+			return fail(r,
+				    "stack node %llu names parent %llu, "
+				    "which is not an earlier node",
+				    (unsigned long long)id,
+				    (unsigned long long)a);
+		nd = &tr->nodes[id];
+		nd->frame = b;
+		nd->defined = true;
+		nd->parent = (uint32_t)a;
+		if (a && (a >= tr->nnodes || !tr->nodes[a].defined)) {
+			nd->parent = TRACE_STACK_MISSING;
+			tr->missing_parents++;
+		}
+		/* The object that held the frame then: the newest one. */
+		nd->module = 0;
+		for (size_t i = tr->nmodules; i-- > 0;)
+			if (b >= tr->modules[i].start &&
+			    b < tr->modules[i].end) {
+				nd->module = (uint32_t)i + 1;
+				break;
+			}
+		return 0;
+	}
+	case 'o':
+		if (!sep(t))
+			return fail(r, "expected \"o ID LABEL\"");
+		if (grow((void **)&tr->owners, &tr->nowners, id + 1,
+			 sizeof(char *)))
+			return fail(r, "out of memory");
+		free(tr->owners[id]);
+		tr->owners[id] = strndup(t->p, (size_t)(t->end - t->p));
+		if (!tr->owners[id])
+			return fail(r, "out of memory");
+		return 0;
+	case 'M': {
+		struct trace_module *m;
+
+		/* id is START here. */
+		if (!(sep(t) && hex(t, &a) && sep(t) && hex(t, &b) && sep(t)))
+			return fail(
+				r,
+				"expected \"M START END OFFSET BUILDID PATH\"");
+		if (a <= id)
+			return fail(r, "module ends (%#llx) before it starts",
+				    (unsigned long long)a);
+		if (grow((void **)&tr->modules, &r->modcap, tr->nmodules + 1,
+			 sizeof(*m)))
+			return fail(r, "out of memory");
+		m = &tr->modules[tr->nmodules];
+		m->start = id;
+		m->end = a;
+		m->offset = b;
+		if (!word(t, m->build_id, sizeof(m->build_id)) || !sep(t))
+			return fail(
+				r,
+				"expected \"M START END OFFSET BUILDID PATH\"");
+		if (!strcmp(m->build_id, "-"))
+			m->build_id[0] = '\0';
+		m->path = strndup(t->p, (size_t)(t->end - t->p));
+		if (!m->path)
+			return fail(r, "out of memory");
+		tr->nmodules++;
+		return 0;
+	}
+	}
+	return fail(r, "unknown record \"%c\"", op);
+}
+
+/* ---- lines ---------------------------------------------------------- */
+
+static int header(struct reader *r, const char *line, size_t len)
+{
+	struct tok t = { line, line + len };
+	uint64_t v = 0;
+	char key[16];
+
+	if (len < 12 || memcmp(line, "alloy-trace ", 12))
+		return fail(
+			r,
+			"not an alloy trace (no \"alloy-trace VERSION\" header)");
+	t.p += 11;
+	if (!sep(&t) || !dec(&t, &v))
+		return fail(
+			r,
+			"not an alloy trace (no \"alloy-trace VERSION\" header)");
+	if (v != 1 && v != 2)
+		return fail(r, "trace version %llu; this reader knows 1 and %d",
+			    (unsigned long long)v, TRACE_VERSION);
+	r->tr->version = (int)v;
+	/* Keys it does not know are skipped, as the format says. */
+	while (sep(&t)) {
+		const char *s = t.p;
+
+		while (t.p < t.end && *t.p != ' ' && *t.p != '=')
+			t.p++;
+		snprintf(key, sizeof(key), "%.*s", (int)(t.p - s), s);
+		if (!strcmp(key, "pid") && t.p < t.end && *t.p == '=') {
+			t.p++;
+			if (dec(&t, &v))
+				r->tr->pid = (long)v;
+		}
+		while (t.p < t.end && *t.p != ' ')
+			t.p++;
+	}
+	return 0;
+}
+
+/* "end T EVENTS" and "incomplete T LOST". */
+static int last_record(struct reader *r, struct tok *t, bool end)
+{
+	struct trace *tr = r->tr;
+	uint64_t time, n;
+
+	if (!(sep(t) && dec(t, &time) && sep(t) && dec(t, &n) && at_end(t)))
+		return fail(r, "bad %s record", end ? "end" : "incomplete");
+	if (end && n != tr->nev)
+		return fail(r,
+			    "end record counts %llu events, the trace has %zu",
+			    (unsigned long long)n, tr->nev);
+	tr->complete = end;
+	tr->incomplete = !end;
+	tr->lost = end ? 0 : n;
+	tr->end_ns = time;
+	return 0;
+}
+
+static int parse_line(struct reader *r, const char *line, size_t len)
+{
+	struct tok t = { line + 1, line + len };
+	char op = line[0];
+
+	if (len > 4 && !memcmp(line, "end ", 4)) {
+		t.p = line + 3;
+		return last_record(r, &t, true);
+	}
+	if (len > 11 && !memcmp(line, "incomplete ", 11)) {
+		t.p = line + 10;
+		return last_record(r, &t, false);
+	}
+	if (len > 1 && line[1] != ' ')
+		return fail(r, "unknown record \"%.20s\"", line);
+	if (r->tr->version == 1) {
+		if (op == TRACE_ALLOC || op == TRACE_FREE ||
+		    op == TRACE_UNKNOWN_FREE || op == TRACE_DOUBLE_FREE)
+			return v1_event(r, &t, op, line);
+		return fail(r, "unknown record \"%.20s\"", line);
+	}
+	switch (op) {
+	case TRACE_ALLOC:
+		return v2_alloc(r, &t);
+	case TRACE_FREE:
+	case TRACE_UNKNOWN_FREE:
+	case TRACE_DOUBLE_FREE:
+		return v2_other(r, &t, op);
+	case 'T':
+	case 'S':
+	case 's':
+	case 'o':
+	case 'M':
+		return v2_declare(r, &t, op);
+	}
+	return fail(r, "unknown record \"%.20s\"", line);
+}
+
+/* The whole file: mapped when it can be, else read (a pipe). */
+static char *load(const char *path, size_t *len, bool *mapped, char *err,
+		  size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*mapped = false;
+	if (fd < 0)
+		goto fail;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+		buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+			   0);
+		if (buf != MAP_FAILED) {
+			close(fd);
+			*mapped = true;
+			*len = (size_t)st.st_size;
+			return buf;
+		}
+		buf = NULL;
+	}
+	for (;;) {
+		ssize_t k;
+
+		if (n == cap) {
+			char *b = realloc(buf, cap ? 2 * cap : 1 << 20);
+
+			if (!b) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			buf = b;
+			cap = cap ? 2 * cap : 1 << 20;
+		}
+		k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			goto fail;
+		if (!k)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	*len = n;
+	return buf ? buf : strdup("");
+fail:
+	snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+int trace_read_progress(const char *path, struct trace *tr, char *err,
+			size_t errlen, void (*progress)(void *arg, double done),
+			void *arg)
+{
+	struct reader r = {
+		.path = path, .err = err, .errlen = errlen, .tr = tr
+	};
+	size_t len, off = 0;
+	bool mapped;
+	char *data;
 	int rc = 0;
 
 	memset(tr, 0, sizeof(*tr));
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	data = load(path, &len, &mapped, err, errlen);
+	if (!data)
 		return -1;
-	}
-	while ((len = getline(&line, &cap, f)) > 0) {
+	while (off < len) {
+		const char *line = data + off;
+		const char *nl = memchr(line, '\n', len - off);
+		size_t n;
+
 		r.line++;
-		if (tr->complete) {
-			rc = fail(&r, "data after the end record");
+		r.offset = (long long)off;
+		if (tr->complete || tr->incomplete) {
+			rc = fail(&r, "data after the %s record",
+				  tr->complete ? "end" : "incomplete");
 			goto out;
 		}
-		if (line[len - 1] != '\n') {
+		if (!nl) {
 			rc = fail(
 				&r,
 				"truncated line (no newline at byte %lld): the file was cut short",
-				r.offset + len);
+				(long long)len);
 			goto out;
 		}
-		line[--len] = '\0';
-		if (memchr(line, '\0', (size_t)len)) {
+		n = (size_t)(nl - line);
+		if (memchr(line, '\0', n)) {
 			rc = fail(&r, "NUL byte in line");
 			goto out;
 		}
-		if (r.line == 1) {
-			if (sscanf(line, "alloy-trace %d pid=%ld", &tr->version,
-				   &tr->pid) < 1) {
-				rc = fail(
-					&r,
-					"not an alloy trace (no \"alloy-trace VERSION\" header)");
-				goto out;
-			}
-			if (tr->version != TRACE_VERSION) {
-				rc = fail(
-					&r,
-					"trace version %d; this reader knows %d",
-					tr->version, TRACE_VERSION);
-				goto out;
-			}
-		} else if (line[0] == '#' || len == 0) {
-			/* comment */
-		} else if (!strncmp(line, "end ", 4)) {
-			unsigned long long t, nev;
-
-			if (sscanf(line + 4, "%llu %llu", &t, &nev) != 2) {
-				rc = fail(&r, "bad end record \"%.40s\"", line);
-				goto out;
-			}
-			if (nev != tr->nev) {
-				rc = fail(
-					&r,
-					"end record counts %llu events, the trace has %zu",
-					nev, tr->nev);
-				goto out;
-			}
-			tr->complete = true;
-			tr->end_ns = t;
-		} else if ((rc = parse_event(&r, tr, &live, line))) {
+		if (r.line == 1)
+			rc = header(&r, line, n);
+		else if (n && line[0] != '#')
+			rc = parse_line(&r, line, n);
+		if (rc)
 			goto out;
-		}
-		r.offset += len + 1;
-	}
-	if (ferror(f)) {
-		rc = fail(&r, "read error: %s", strerror(errno));
-		goto out;
+		off += n + 1;
+		if (progress && !(r.line % PROGRESS_LINES))
+			progress(arg, (double)off / (double)len);
 	}
 	if (r.line == 0) {
 		snprintf(err, errlen, "%s: empty file, not an alloy trace",
@@ -325,23 +916,46 @@ int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
 		rc = -1;
 		goto out;
 	}
-	if (!tr->complete && tr->nev)
+	if (!tr->complete && !tr->incomplete && tr->nev)
 		tr->end_ns = tr->ev[tr->nev - 1].t_ns;
 	tr->lines = r.line;
+	if (progress)
+		progress(arg, 1.0);
 out:
-	free(line);
-	blockmap_free(&live);
-	fclose(f);
+	if (mapped)
+		munmap(data, len);
+	else
+		free(data);
+	blockmap_free(&r.live);
+	free(r.vseries);
 	if (rc)
 		trace_free(tr);
 	return rc;
 }
 
+int trace_read(const char *path, struct trace *tr, char *err, size_t errlen)
+{
+	return trace_read_progress(path, tr, err, errlen, NULL, NULL);
+}
+
 void trace_free(struct trace *tr)
 {
 	free(tr->ev);
+	free(tr->threads);
+	free(tr->nodes);
+	for (size_t i = 0; i < tr->nowners; i++)
+		free(tr->owners[i]);
+	free(tr->owners);
+	for (size_t i = 0; i < tr->nmodules; i++)
+		free(tr->modules[i].path);
+	free(tr->modules);
 	tr->ev = NULL;
-	tr->nev = tr->cap = 0;
+	tr->threads = NULL;
+	tr->nodes = NULL;
+	tr->owners = NULL;
+	tr->modules = NULL;
+	tr->nev = tr->cap = tr->nthreads = tr->nnodes = tr->nowners = 0;
+	tr->nmodules = 0;
 }
 
 void trace_summarize(const struct trace *tr, struct trace_summary *sum)
@@ -353,7 +967,6 @@ void trace_summarize(const struct trace *tr, struct trace_summary *sum)
 		const struct trace_event *e = &tr->ev[i];
 		struct trace_series_sum *s = &sum->s[e->series];
 
-		/* Threads stamp times before they queue: keep time monotone. */
 		t = e->t_ns > t ? e->t_ns : t;
 		switch (e->op) {
 		case TRACE_ALLOC:
@@ -369,6 +982,7 @@ void trace_summarize(const struct trace *tr, struct trace_summary *sum)
 			if (all > sum->all.peak_bytes) {
 				sum->all.peak_bytes = all;
 				sum->all.peak_t_ns = t;
+				sum->peak_event = i;
 			}
 			break;
 		case TRACE_FREE:

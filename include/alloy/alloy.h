@@ -11,6 +11,7 @@
 #include <alloy/allocator.h>
 #include <alloy/registry.h>
 #include <alloy/malloc.h>
+#include <alloy/owner.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>
 #include <alloy/cuda.h>

@@ -118,6 +118,25 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 /* Flush the trace and event log to their files now. */
 int alloy_reporter_flush(void);
 
+/*
+ * Record each block's call stack (as ALLOY_CONF's backtrace:1 does) from
+ * now on, or stop.  -ENOTSUP when alloy was built without libunwind.
+ */
+int alloy_reporter_set_backtrace(bool on);
+
+/*
+ * Write a trace (docs/TRACE-FORMAT.md) to path from now on (%p is the
+ * process id), as ALLOY_CONF's trace:PATH does from the start; the
+ * reporter is enabled if it was not.  Blocks live at this moment open
+ * the trace, as allocated at its time 0.  0, -EBUSY while a trace is
+ * written already, or -errno when the file cannot be opened.
+ * alloy_reporter_trace_stop writes the end record and closes it (else
+ * exit does): 0, -ENOENT when no trace is written, or the first write
+ * error (the trace is then marked incomplete).
+ */
+int alloy_reporter_trace_start(const char *path);
+int alloy_reporter_trace_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

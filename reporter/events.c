@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reporter/events.c - what each event writes: the trace's records
+ * (version 2, docs/TRACE-FORMAT.md) and the event log's lines.
+ *
+ * The trace is compact text: an event names its thread, its (allocator,
+ * device, alignment) series, its stack and its owner by small numbers
+ * declared on lines of their own before their first use, carries the
+ * time since the previous event, and a free carries only the block's
+ * address (the reader knows the live block).  A steady loop thus costs
+ * some 25 bytes per event.  Each declarable thing remembers the trace
+ * generation it was written in, so that a forked child's trace, which
+ * starts a new generation, declares them again.
+ *
+ * All of a record and its declarations are written under the stream's
+ * lock, in one piece: the file order is the order of events.  Numbers are
+ * formatted by hand, not with printf, which costs more than the rest of
+ * the event.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "ptrtable.h"
+
+#define TRACE_BUF  (64 * 1024)
+#define LOG_BUF	   (16 * 1024)
+#define MAX_SERIES 1024
+
+struct rep_stream alloy__rep_trace = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+};
+struct rep_stream alloy__rep_log = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+};
+atomic_bool alloy__rep_tracing, alloy__rep_logging;
+_Atomic uint32_t alloy__rep_trace_gen;
+
+/* The trace's state; all under alloy__rep_trace.lock. */
+static struct {
+	uint32_t gen;	  /* bumped by every (re)open */
+	uint64_t t0_ns;	  /* time origin */
+	uint64_t last_ns; /* time of the last event written */
+	uint64_t events;
+	uint32_t modules; /* modules written in this generation */
+	uint32_t nseries;
+	struct {
+		uint16_t entry;
+		uint32_t align;
+		uint32_t gen;
+	} series[MAX_SERIES];
+	uint16_t series_slot[2 * MAX_SERIES]; /* hash -> id, 0: empty */
+	_Atomic uint32_t next_thread;
+} W;
+
+static __thread struct {
+	long tid;
+	uint32_t id, gen;
+} me __attribute__((tls_model("initial-exec")));
+
+static long thread_tid(void)
+{
+	if (!me.tid)
+		me.tid = (long)syscall(SYS_gettid);
+	return me.tid;
+}
+
+/* ---- formatting --------------------------------------------------------- */
+
+static char *put_dec(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_hex(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_str(char *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static void put_line(char *line, char *end)
+{
+	alloy__stream_put(&alloy__rep_trace, line, (size_t)(end - line));
+}
+
+/* ---- declarations ------------------------------------------------------- */
+
+/* "M START END OFFSET BUILDID PATH" for objects loaded since the last look. */
+static void declare_modules(void)
+{
+	uint32_t n = alloy__rep_modules_count();
+	char line[ALLOY_CONF_PATH_MAX + 80], *p;
+
+	while (W.modules < n) {
+		const struct rep_module *m = alloy__rep_module(++W.modules);
+
+		p = line;
+		*p++ = 'M';
+		*p++ = ' ';
+		p = put_hex(p, m->start);
+		*p++ = ' ';
+		p = put_hex(p, m->end);
+		*p++ = ' ';
+		p = put_hex(p, m->offset);
+		*p++ = ' ';
+		for (int i = 0; i < m->build_id_len; i++) {
+			*p++ = "0123456789abcdef"[m->build_id[i] >> 4];
+			*p++ = "0123456789abcdef"[m->build_id[i] & 15];
+		}
+		if (!m->build_id_len)
+			*p++ = '-';
+		*p++ = ' ';
+		snprintf(p, (size_t)(line + sizeof(line) - p), "%s", m->path);
+		put_line(line, p + strlen(p));
+	}
+}
+
+static uint32_t declare_thread(void)
+{
+	char line[64], *p = line;
+
+	if (me.gen == W.gen)
+		return me.id;
+	if (!me.id)
+		me.id = atomic_fetch_add(&W.next_thread, 1) + 1;
+	me.gen = W.gen;
+	p = put_str(p, "T ");
+	p = put_dec(p, me.id);
+	*p++ = ' ';
+	p = put_dec(p, (uint64_t)thread_tid());
+	put_line(line, p);
+	return me.id;
+}
+
+/* The series of (e, align), declared if new in this generation; 0: full. */
+static uint32_t declare_series(const struct rep_entry *e, uint32_t align)
+{
+	uint16_t entry = (uint16_t)(e - alloy__rep_entries);
+	size_t mask = 2 * MAX_SERIES - 1;
+	size_t i = (size_t)(alloy__rep_mix(entry, align) >> 40) & mask;
+	char line[ALLOY_NAME_MAX + 96], dev[32], *p = line;
+	uint32_t id;
+
+	for (;; i = (i + 1) & mask) {
+		id = W.series_slot[i];
+		if (!id)
+			break;
+		if (W.series[id - 1].entry == entry &&
+		    W.series[id - 1].align == align)
+			break;
+	}
+	if (!id) {
+		if (W.nseries == MAX_SERIES)
+			return 0;
+		id = ++W.nseries;
+		W.series[id - 1].entry = entry;
+		W.series[id - 1].align = align;
+		W.series_slot[i] = (uint16_t)id;
+	}
+	if (W.series[id - 1].gen == W.gen)
+		return id;
+	W.series[id - 1].gen = W.gen;
+	p = put_str(p, "S ");
+	p = put_dec(p, id);
+	*p++ = ' ';
+	p = put_str(p, e->name);
+	*p++ = ' ';
+	p = put_str(p, alloy__rep_device_str(e->device, dev, sizeof(dev)));
+	*p++ = ' ';
+	p = put_dec(p, align);
+	put_line(line, p);
+	return id;
+}
+
+/* "s ID PARENT FRAME" for the nodes of stack id not yet in this trace. */
+static void declare_stack(uint32_t id)
+{
+	uint32_t todo[REP_MAX_FRAMES];
+	int n = 0;
+
+	for (; id && n < REP_MAX_FRAMES; id = alloy__rep_node(id)->parent) {
+		if (alloy__rep_node(id)->gen == W.gen)
+			break;
+		todo[n++] = id;
+	}
+	declare_modules();
+	while (n--) {
+		struct rep_node *nd = alloy__rep_node(todo[n]);
+		char line[64], *p = line;
+
+		nd->gen = W.gen;
+		p = put_str(p, "s ");
+		p = put_dec(p, todo[n]);
+		*p++ = ' ';
+		p = put_dec(p, nd->parent);
+		*p++ = ' ';
+		p = put_hex(p, nd->frame);
+		put_line(line, p);
+	}
+}
+
+static void declare_owner(uint32_t id)
+{
+	struct rep_owner *o = alloy__rep_owner(id);
+	char line[ALLOY_OWNER_MAX + 32], *p = line;
+
+	if (o->gen == W.gen)
+		return;
+	o->gen = W.gen;
+	p = put_str(p, "o ");
+	p = put_dec(p, id);
+	*p++ = ' ';
+	memcpy(p, o->label, o->len);
+	put_line(line, p + o->len);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* The time field: since the previous event, never negative. */
+static char *put_time(char *p, uint64_t now)
+{
+	uint64_t t = now > W.t0_ns ? now - W.t0_ns : 0;
+
+	/* Threads stamp before they take the lock: keep the file monotone. */
+	if (t < W.last_ns)
+		t = W.last_ns;
+	p = put_dec(p, t - W.last_ns);
+	W.last_ns = t;
+	W.events++;
+	return p;
+}
+
+/* The whole of an 'a' record, under the lock. */
+static void write_alloc(const struct rep_block *b, const struct rep_entry *e,
+			uint64_t now)
+{
+	char line[128], *p = line;
+	uint32_t th = declare_thread();
+	uint32_t series = declare_series(e, b->align);
+
+	if (!series)
+		return; /* more series than a trace can name: not traced */
+	if (b->stack)
+		declare_stack(b->stack);
+	if (b->owner)
+		declare_owner(b->owner);
+	p = put_str(p, "a ");
+	p = put_time(p, now);
+	*p++ = ' ';
+	p = put_dec(p, th);
+	*p++ = ' ';
+	p = put_dec(p, series);
+	*p++ = ' ';
+	p = put_hex(p, b->ptr);
+	*p++ = ' ';
+	p = put_dec(p, b->size);
+	if (b->stack || b->owner) {
+		*p++ = ' ';
+		p = put_dec(p, b->stack);
+	}
+	if (b->owner) {
+		*p++ = ' ';
+		p = put_dec(p, b->owner);
+	}
+	put_line(line, p);
+}
+
+static void trace_event(char op, uintptr_t ptr, const struct rep_block *b,
+			const struct rep_entry *e, uint32_t gen)
+{
+	uint64_t now = alloy__rep_now_ns();
+	char line[64], *p = line;
+
+	if (!alloy__stream_begin(&alloy__rep_trace))
+		return;
+	/* Of a trace that has ended since: the next one has it already. */
+	if (gen != W.gen) {
+		alloy__stream_end(&alloy__rep_trace, now);
+		return;
+	}
+	if (op == 'a') {
+		write_alloc(b, e, now);
+	} else {
+		uint32_t th = declare_thread();
+
+		*p++ = op;
+		*p++ = ' ';
+		p = put_time(p, now);
+		*p++ = ' ';
+		p = put_dec(p, th);
+		*p++ = ' ';
+		p = put_hex(p, ptr);
+		put_line(line, p);
+	}
+	alloy__stream_end(&alloy__rep_trace, now);
+}
+
+static void log_event(char op, uintptr_t ptr, const struct rep_block *b,
+		      const struct rep_entry *e, int64_t total)
+{
+	char line[256], dev[32];
+	int n;
+
+	if (b)
+		n = snprintf(
+			line, sizeof(line),
+			"alloy: %s %llu bytes %s %s (%s), total %lld bytes",
+			op == 'a' ? "alloc" : "free",
+			(unsigned long long)b->size, op == 'a' ? "from" : "to",
+			e->name,
+			alloy__rep_device_str(e->device, dev, sizeof(dev)),
+			(long long)total);
+	else
+		n = snprintf(line, sizeof(line), "alloy: %s free of %#llx",
+			     op == 'd' ? "double" : "unknown",
+			     (unsigned long long)ptr);
+	alloy__stream_line(&alloy__rep_log, line, (size_t)n,
+			   alloy__rep_now_ns());
+}
+
+void alloy__rep_emit(char op, uintptr_t ptr, const struct rep_block *b,
+		     const struct rep_entry *e, int64_t total, uint32_t traced)
+{
+	if (traced)
+		trace_event(op, ptr, b, e, traced);
+	if (atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed))
+		log_event(op, ptr, b, e, total);
+}
+
+/* ---- opening and closing ------------------------------------------------ */
+
+/* Header and module map; under the lock, the stream just opened. */
+static void write_header(const char *note)
+{
+	char line[160];
+	int n;
+
+	if (!++W.gen) /* 0 means no trace */
+		W.gen = 1;
+	W.t0_ns = alloy__rep_now_ns();
+	W.last_ns = 0;
+	W.events = 0;
+	W.modules = 0;
+	me.tid = 0; /* a forked child's thread has a new id */
+	n = snprintf(line, sizeof(line),
+		     "alloy-trace %d pid=%ld clock=monotonic unit=ns%s%s",
+		     REP_TRACE_VERSION, (long)getpid(), note ? " " : "",
+		     note ? note : "");
+	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
+	n = snprintf(line, sizeof(line),
+		     "# a dt thread series block size [stack [owner]]; "
+		     "f dt thread block; docs/TRACE-FORMAT.md");
+	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
+	declare_modules();
+}
+
+static int write_live(const struct rep_block *b, void *arg)
+{
+	write_alloc(b, &alloy__rep_entries[b->entry], *(uint64_t *)arg);
+	return 0;
+}
+
+int alloy__rep_trace_open(const char *where, const char *note)
+{
+	uint64_t now;
+	int rc;
+
+	alloy__stream_drop(&alloy__rep_trace);
+	rc = alloy__stream_open(&alloy__rep_trace, "trace", where, TRACE_BUF);
+	if (rc)
+		return rc;
+	alloy__rep_modules_scan();
+	/*
+	 * Every shard locked: no block comes or goes, so each is either
+	 * in this list or, once the locks are let go, an event after it.
+	 */
+	alloy__ptrtable_lock_all();
+	if (alloy__stream_begin(&alloy__rep_trace)) {
+		write_header(note);
+		now = W.t0_ns;
+		alloy__ptrtable_foreach_locked(write_live, &now);
+		atomic_store(&alloy__rep_trace_gen, W.gen);
+		atomic_store(&alloy__rep_tracing, true);
+		alloy__stream_end(&alloy__rep_trace, alloy__rep_now_ns());
+	}
+	alloy__ptrtable_unlock_all();
+	return 0;
+}
+
+int alloy__rep_trace_close(void)
+{
+	char line[96];
+	uint64_t t;
+	int n;
+
+	if (!atomic_exchange(&alloy__rep_tracing, false))
+		return 0;
+	atomic_store(&alloy__rep_trace_gen, 0);
+	if (alloy__stream_begin(&alloy__rep_trace)) {
+		/* Events still on their way belong to no trace now. */
+		if (!++W.gen)
+			W.gen = 1;
+		t = alloy__rep_now_ns() - W.t0_ns;
+		if (t < W.last_ns)
+			t = W.last_ns;
+		if (alloy__rep_trace.error)
+			n = snprintf(line, sizeof(line), "incomplete %llu %llu",
+				     (unsigned long long)t,
+				     (unsigned long long)alloy__rep_trace.lost);
+		else
+			n = snprintf(line, sizeof(line), "end %llu %llu",
+				     (unsigned long long)t,
+				     (unsigned long long)W.events);
+		alloy__stream_put_last(&alloy__rep_trace, line, (size_t)n);
+		pthread_mutex_unlock(&alloy__rep_trace.lock);
+	}
+	alloy__stream_close(&alloy__rep_trace);
+	return alloy__rep_trace.error;
+}
+
+int alloy__rep_log_open(const char *where)
+{
+	int rc = alloy__stream_open(&alloy__rep_log, "log", where, LOG_BUF);
+
+	if (!rc)
+		atomic_store(&alloy__rep_logging, true);
+	return rc;
+}
+
+void alloy__rep_log_close(void)
+{
+	if (atomic_exchange(&alloy__rep_logging, false))
+		alloy__stream_close(&alloy__rep_log);
+}

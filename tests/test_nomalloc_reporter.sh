@@ -1,0 +1,10 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/test_nomalloc_reporter.sh - the reporter's part of the malloc-free
+# allocation path (issue 11): tests/nomalloc with the reporter switched on
+# by hand, then with ALLOY_CONF's trace, event log, exit report and call
+# stacks (a malloc that aborts while armed; see tests/nomalloc.c).
+set -u
+# Run from the build directory, as make check does.
+./tests/nomalloc --reporter || exit 1
+./tests/nomalloc --traced || exit 1
