@@ -69,6 +69,8 @@ INTERPOSE void *malloc(size_t size)
 
 INTERPOSE void free(void *ptr)
 {
+	int saved;
+
 	if (!ptr)
 		return;
 	if (alloy__boot_is_block(ptr)) {
@@ -79,9 +81,12 @@ INTERPOSE void free(void *ptr)
 		alloy__front_bad_pointer("free", ptr);
 		return;
 	}
+	/* free keeps errno (glibc since 2.33; POSIX); a backend may not. */
+	saved = errno;
 	alloy__front_depth++;
 	alloy_free(ptr);
 	alloy__front_depth--;
+	errno = saved;
 }
 
 /* glibc keeps cfree for binaries linked against its old versions. */
