@@ -52,5 +52,6 @@ extern const struct bench bench_reporter;
 extern const struct bench bench_backends;
 extern const struct bench bench_tensor;
 extern const struct bench bench_cuda;
+extern const struct bench bench_front;
 
 #endif /* ALLOY_TOOLS_BENCH_H */

@@ -14,7 +14,7 @@
 
 static const struct bench *const benches[] = {
 	&bench_core,   &bench_reporter, &bench_backends,
-	&bench_tensor, &bench_cuda,
+	&bench_tensor, &bench_cuda,	&bench_front,
 };
 
 #define NBENCHES (sizeof(benches) / sizeof(benches[0]))
