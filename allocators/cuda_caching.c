@@ -539,10 +539,41 @@ static size_t largest_free(const struct cc_device *d)
 	return m;
 }
 
+/*
+ * The cap memory_fraction puts on what may be reserved, when it is what
+ * refused a segment of seg_size, into buf ("" otherwise).  Named first in
+ * the message: with a cap in force the device's own figures (much memory
+ * free) would otherwise point the wrong way.
+ */
+static const char *fraction_reason(const struct cc *cc,
+				   const struct cc_device *d, size_t seg_size,
+				   char *buf, size_t len)
+{
+	size_t resv = (size_t)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
+	char b[3][32];
+
+	buf[0] = '\0';
+	if (d->limit == SIZE_MAX || resv + seg_size <= d->limit)
+		return buf;
+	snprintf(
+		buf, len,
+		": memory_fraction %.2f allows %s of %s, and reserved %s + this segment would pass it",
+		cc->fraction, fmt_bytes(b[0], sizeof(b[0]), d->limit),
+		fmt_bytes(b[1], sizeof(b[1]), d->total),
+		fmt_bytes(b[2], sizeof(b[2]), resv));
+	return buf;
+}
+
+/*
+ * The final word on a failed request: it replaces the intermediate
+ * reasons of the attempts (a segment refused by the cap, by the device)
+ * that grow() made before it gave up, so it must carry the one that
+ * decided.
+ */
 static void oom_message(struct cc *cc, struct cc_device *d, int device,
 			size_t req, size_t seg_size)
 {
-	char b[7][32];
+	char b[7][32], cap[200];
 	size_t fr = 0, total = 0;
 	int64_t alloc = d->st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current;
 	int64_t resv = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
@@ -550,11 +581,12 @@ static void oom_message(struct cc *cc, struct cc_device *d, int device,
 	cc->b.src.ops->mem_info(cc->b.src.ctx, device, &fr, &total);
 	alloy__error(
 		-ENOMEM, cc->b.name,
-		"out of memory: tried to allocate %s (segment %s) on device %d; "
+		"out of memory: tried to allocate %s (segment %s) on device %d%s; "
 		"device total %s, free %s; allocated %s, reserved but unallocated %s; "
 		"largest free block %s%s",
 		fmt_bytes(b[0], sizeof(b[0]), req),
 		fmt_bytes(b[1], sizeof(b[1]), seg_size), device,
+		fraction_reason(cc, d, seg_size, cap, sizeof(cap)),
 		fmt_bytes(b[2], sizeof(b[2]), total),
 		fmt_bytes(b[3], sizeof(b[3]), fr),
 		fmt_bytes(b[4], sizeof(b[4]), (size_t)alloc),
@@ -874,6 +906,26 @@ static long long cc_trim(void *ctx)
 
 /* ---- options ------------------------------------------------------------ */
 
+/* Devices already in use follow new options.  The lock is held. */
+static void refresh_limits(struct cc *cc)
+{
+	for (int i = 0; i < CC_MAX_DEVICES; i++) {
+		struct cc_device *d = &cc->dev[i];
+
+		if (!d->ready)
+			continue;
+		if (cc->sim) {
+			size_t fr;
+
+			cc->b.src.ops->mem_info(cc->b.src.ctx, i, &fr,
+						&d->total);
+		}
+		d->limit = fraction_limit(cc, d->total);
+		d->st.max_split_size =
+			cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
+	}
+}
+
 static int parse_fraction(const char *name, const char *key, const char *value,
 			  bool one_ok, double *out)
 {
@@ -935,24 +987,29 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 			"garbage_collection_threshold, memory_fraction%s)",
 			key, cc->sim ? ", capacity" : "");
 	}
-	/* Devices already in use follow the new limits. */
-	for (int i = 0; !rc && i < CC_MAX_DEVICES; i++) {
-		struct cc_device *d = &cc->dev[i];
-
-		if (!d->ready)
-			continue;
-		if (cc->sim) {
-			size_t fr;
-
-			cc->b.src.ops->mem_info(cc->b.src.ctx, i, &fr,
-						&d->total);
-		}
-		d->limit = fraction_limit(cc, d->total);
-		d->st.max_split_size =
-			cc->max_split_size == SIZE_MAX ? 0 : cc->max_split_size;
-	}
+	if (!rc)
+		refresh_limits(cc);
 	pthread_mutex_unlock(&cc->b.lock);
 	return rc;
+}
+
+int alloy_cuda_caching_set_memory_fraction(struct alloy_allocator *a,
+					   double fraction)
+{
+	struct cc *cc = alloy__cc_of(a);
+
+	if (!cc)
+		return -EINVAL;
+	/* Written so that NaN fails too. */
+	if (!(fraction > 0 && fraction <= 1))
+		return alloy__error(-ERANGE, cc->b.name,
+				    "memory_fraction %g must be in (0, 1]",
+				    fraction);
+	pthread_mutex_lock(&cc->b.lock);
+	cc->fraction = fraction;
+	refresh_limits(cc);
+	pthread_mutex_unlock(&cc->b.lock);
+	return 0;
 }
 
 /* Unregistered (no live blocks): give the whole cache back. */

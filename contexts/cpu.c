@@ -31,6 +31,16 @@ static int cpu_copy(void *ctx, size_t nbytes, const void *src,
 	return 0;
 }
 
+static int cpu_memset(void *ctx, struct alloy_device dev, void *ptr, int byte,
+		      size_t n, void *stream)
+{
+	(void)ctx;
+	(void)dev;
+	(void)stream;
+	memset(ptr, byte, n);
+	return 0;
+}
+
 static const struct alloy_context_ops cpu_context_ops = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -39,6 +49,7 @@ static const struct alloy_context_ops cpu_context_ops = {
 	.device_type = ALLOY_DEVICE_CPU,
 	.new_bytes = cpu_new,
 	.copy_bytes = cpu_copy,
+	.memset_bytes = cpu_memset,
 };
 
 int alloy__register_cpu_context(void)

@@ -5,9 +5,9 @@
  * new() takes memory from the registry's current default allocator for
  * cuda on the requested device; copy_bytes() moves bytes host->device,
  * device->host and device->device, synchronously (stream NULL) or queued
- * on a stream.  An async copy from or to pinned memory of the default
- * cuda_host allocator records its stream on that block, so the block is
- * not reused before the copy has run.
+ * on a stream; memset_bytes() sets device bytes the same way.  An async copy
+ * from or to pinned memory of the default cuda_host allocator records its
+ * stream on that block, so the block is not reused before the copy has run.
  *
  * The same code serves the real device (the alloy_cuda module registers
  * it over the CUDA runtime) and the simulated one (tests and tools
@@ -95,6 +95,22 @@ static int cuda_synchronize(void *ctx, struct alloy_device dev)
 	return c->src.ops->device_synchronize(c->src.ctx, dev.index);
 }
 
+/*
+ * Through the device source, on stream; without one, on the default
+ * stream, waited for, so that alloy_memset returns with the bytes set.
+ */
+static int cuda_memset(void *ctx, struct alloy_device dev, void *ptr, int byte,
+		       size_t n, void *stream)
+{
+	struct cuda_ctx *c = ctx;
+	int rc = c->src.ops->dev_memset(c->src.ctx, dev.index, ptr, byte, n,
+					stream);
+
+	if (rc || stream)
+		return rc;
+	return c->src.ops->stream_synchronize(c->src.ctx, NULL);
+}
+
 static const struct alloy_context_ops cuda_context_template = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -104,6 +120,7 @@ static const struct alloy_context_ops cuda_context_template = {
 	.new_bytes = cuda_new_bytes,
 	.copy_bytes = cuda_copy_bytes,
 	.synchronize = cuda_synchronize,
+	.memset_bytes = cuda_memset,
 };
 
 int alloy__cuda_context_new(const struct alloy__devsrc *src,

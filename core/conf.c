@@ -10,6 +10,7 @@
  * names it and says what is used instead.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,8 +18,15 @@
 
 #include "internal.h"
 #include "conf.h"
+#include "secure.h"
 
 struct alloy__conf alloy__conf;
+
+/*
+ * Problems found after initialisation (an allocator registered later
+ * refusing its option) may be reported by several threads at once.
+ */
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum key_type {
 	KEY_ALLOCATOR, /* an allocator name; checked against the registry */
@@ -81,6 +89,44 @@ static const struct conf_key keys[] = {
 
 _Static_assert(ARRAY_SIZE(keys) <= 32, "grow alloy__conf.from_env");
 
+void alloy__escape(const char *in, char *out, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!len)
+		return;
+	for (; *in; in++) {
+		unsigned char b = (unsigned char)*in;
+		bool plain = b >= 0x20 && b < 0x7f && b != '\\';
+
+		if (o + (plain ? 1 : 4) >= len)
+			break;
+		if (plain) {
+			out[o++] = (char)b;
+			continue;
+		}
+		out[o++] = '\\';
+		if (b == '\\') {
+			out[o++] = '\\';
+			continue;
+		}
+		out[o++] = 'x';
+		out[o++] = hex[b >> 4];
+		out[o++] = hex[b & 15];
+	}
+	out[o] = '\0';
+}
+
+/* Format a problem line, its user-given bytes escaped, into out. */
+static void format_line(char *out, size_t len, const char *fmt, va_list ap)
+{
+	char raw[1024];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	alloy__escape(raw, out, len);
+}
+
 void alloy__conf_add_error(struct alloy__conf *c, const char *fmt, ...)
 {
 	va_list ap;
@@ -88,7 +134,7 @@ void alloy__conf_add_error(struct alloy__conf *c, const char *fmt, ...)
 	if (c->nerrors >= ALLOY_CONF_MAX_ERRORS)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(c->errors[c->nerrors], sizeof(c->errors[0]), fmt, ap);
+	format_line(c->errors[c->nerrors], sizeof(c->errors[0]), fmt, ap);
 	va_end(ap);
 	c->nerrors++;
 }
@@ -96,15 +142,39 @@ void alloy__conf_add_error(struct alloy__conf *c, const char *fmt, ...)
 void alloy__conf_report(const char *fmt, ...)
 {
 	struct alloy__conf *c = &alloy__conf;
+	char line[sizeof(c->errors[0])];
 	va_list ap;
 
-	if (c->nerrors >= ALLOY_CONF_MAX_ERRORS)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(c->errors[c->nerrors], sizeof(c->errors[0]), fmt, ap);
+	format_line(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", c->errors[c->nerrors]);
-	c->nerrors++;
+	/* A leaf lock: nothing is called while it is held. */
+	pthread_mutex_lock(&report_lock);
+	if (c->nerrors < ALLOY_CONF_MAX_ERRORS)
+		memcpy(c->errors[c->nerrors++], line, sizeof(line));
+	pthread_mutex_unlock(&report_lock);
+	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
+}
+
+void alloy__conf_fork_lock(void)
+{
+	pthread_mutex_lock(&report_lock);
+}
+
+void alloy__conf_fork_unlock(void)
+{
+	pthread_mutex_unlock(&report_lock);
+}
+
+void alloy__conf_notice(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	format_line(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
 }
 
 int alloy_parse_bool(const char *s, bool *out)
@@ -112,6 +182,7 @@ int alloy_parse_bool(const char *s, bool *out)
 	static const char *const yes[] = { "1", "true", "yes", "on" };
 	static const char *const no[] = { "0", "false", "no", "off" };
 
+	ALLOY_ENFORCE(s && out, -EINVAL, "%s is NULL", s ? "out" : "string");
 	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
 		if (strcasecmp(s, yes[i]) == 0) {
 			*out = true;
@@ -122,7 +193,10 @@ int alloy_parse_bool(const char *s, bool *out)
 			return 0;
 		}
 	}
-	return -EINVAL;
+	return alloy__error(
+		-EINVAL, __func__,
+		"\"%.60s\" is not a boolean (1/0, true/false, yes/no, on/off)",
+		s);
 }
 
 int alloy_parse_size(const char *s, uint64_t *out)
@@ -139,28 +213,47 @@ int alloy_parse_size(const char *s, uint64_t *out)
 	uint64_t v = 0;
 	const char *p = s;
 
+	ALLOY_ENFORCE(s && out, -EINVAL, "%s is NULL", s ? "out" : "string");
 	if (strcasecmp(s, "unlimited") == 0) {
 		*out = UINT64_MAX;
 		return 0;
 	}
 	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
+		goto not_a_size;
 	for (; isdigit((unsigned char)*p); p++) {
 		unsigned d = (unsigned)(*p - '0');
 
 		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
+			goto too_large;
 		v = v * 10 + d;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
 		if (strcasecmp(p, units[i].suffix) != 0)
 			continue;
 		if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
-			return -ERANGE;
+			goto too_large;
 		*out = v << units[i].shift;
 		return 0;
 	}
-	return -EINVAL;
+not_a_size:
+	return alloy__error(
+		-EINVAL, __func__,
+		"\"%.60s\" is not a size (digits with an optional K/M/G/T or KiB/MiB/GiB/TiB suffix)",
+		s);
+too_large:
+	return alloy__error(-ERANGE, __func__,
+			    "\"%.60s\" is too large for 64 bits", s);
+}
+
+/*
+ * Whether a KEY_PATH value makes alloy open a file.  In secure-execution
+ * mode the caller's environment must not choose files the program's
+ * owner writes: only the standard streams stay allowed.
+ */
+static bool names_a_file(const char *text)
+{
+	return text[0] && strcmp(text, "stderr") != 0 &&
+	       strcmp(text, "stdout") != 0;
 }
 
 /* Store the value of key k parsed from text; 0 or a problem already told. */
@@ -181,6 +274,12 @@ static int set_value(struct alloy__conf *c, const struct conf_key *k,
 	case KEY_PATH:
 		if (strlen(text) >= k->len)
 			goto too_long;
+		if (k->type == KEY_PATH && names_a_file(text) &&
+		    alloy__secure_mode()) {
+			/* Said once for all, by alloy__secure_report(). */
+			alloy__secure_ignored("%s", item);
+			return -EPERM;
+		}
 		memcpy(base + k->offset, text, strlen(text) + 1);
 		return 0;
 	case KEY_ENUM: {
@@ -292,15 +391,51 @@ static void add_option(struct alloy__conf *c, const char *key,
 			o->allocator);
 		return;
 	}
+	/* Keys are names too: nothing odd reaches set_option or a listing. */
+	if (!alloy_allocator_name_valid(dot + 1)) {
+		alloy__conf_add_error(
+			c,
+			"%s: option key \"%s\" is not a name ([A-Za-z0-9_]); ignored",
+			item, dot + 1);
+		return;
+	}
 	snprintf(o->key, sizeof(o->key), "%s", dot + 1);
 	snprintf(o->value, sizeof(o->value), "%s", value);
 	c->noptions++;
 }
 
+/* Cut blanks from both ends of s in place; returns the new start. */
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	for (e = s + strlen(s); e > s && isspace((unsigned char)e[-1]);)
+		*--e = '\0';
+	return s;
+}
+
+/* The first byte of s that is a control character, or NULL. */
+static const char *control_byte(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return s;
+	return NULL;
+}
+
+/*
+ * One item, blanks already cut from its ends.  Blanks around the key and
+ * the value are cut too ("align : 64" is "align:64"): one rule for every
+ * place a blank can stand, so that where a user put a space never decides
+ * whether an item is accepted.  Blanks inside a value are kept.
+ */
 static void parse_item(struct alloy__conf *c, char *item)
 {
 	char *colon = strchr(item, ':');
-	char *key = item, *value;
+	const char *ctl;
+	char *key, *value;
 	char shown[4200];
 
 	if (!colon || colon == item) {
@@ -311,7 +446,15 @@ static void parse_item(struct alloy__conf *c, char *item)
 		return;
 	}
 	*colon = '\0';
-	value = colon + 1;
+	key = trim(item); /* not empty: item starts with no blank */
+	value = trim(colon + 1);
+	ctl = control_byte(key) ? control_byte(key) : control_byte(value);
+	if (ctl) {
+		alloy__conf_add_error(
+			c, "\"%s:%s\": control byte 0x%02x; item ignored", key,
+			value, (unsigned char)*ctl);
+		return;
+	}
 	/* The item as the user wrote it, for messages. */
 	snprintf(shown, sizeof(shown), "%s:%s", key, value);
 	if (strchr(key, '.')) {
@@ -338,7 +481,7 @@ static void parse_item(struct alloy__conf *c, char *item)
 
 int alloy__conf_parse(const char *text, struct alloy__conf *c)
 {
-	char buf[4096];
+	char buf[ALLOY_CONF_MAX_LENGTH + 1];
 	char *save = NULL;
 
 	alloy__conf_defaults(c);
@@ -355,11 +498,7 @@ int alloy__conf_parse(const char *text, struct alloy__conf *c)
 	for (char *item = strtok_r(buf, ",", &save); item;
 	     item = strtok_r(NULL, ",", &save)) {
 		/* Surrounding blanks are allowed ("cpu:x, align:64"). */
-		while (isspace((unsigned char)*item))
-			item++;
-		for (char *e = item + strlen(item);
-		     e > item && isspace((unsigned char)e[-1]);)
-			*--e = '\0';
+		item = trim(item);
 		if (*item)
 			parse_item(c, item);
 	}

@@ -72,8 +72,23 @@ ALLOY_PRIVATE void alloy__conf_add_error(struct alloy__conf *c, const char *fmt,
 					 ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Add a problem to the process's configuration and print it on stderr. */
+/*
+ * Add a problem to the process's configuration and print it on stderr.
+ * Safe from any thread (allocators registered after init report here).
+ */
 ALLOY_PRIVATE void alloy__conf_report(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+
+/* Print a line on stderr about ALLOY_CONF that is not a problem. */
+ALLOY_PRIVATE void alloy__conf_notice(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/*
+ * Copy in to out (len bytes, always terminated, cut if needed) with every
+ * byte outside printable ASCII written as \xNN and '\' as "\\", so that
+ * text from the environment reaches a terminal as text.  Every problem
+ * line above goes through it.
+ */
+ALLOY_PRIVATE void alloy__escape(const char *in, char *out, size_t len);
 
 #endif /* ALLOY_CORE_CONF_H */

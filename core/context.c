@@ -206,6 +206,34 @@ int alloy_copy_bytes(size_t nbytes, const void *src,
 	return alloy_copy_bytes_async(nbytes, src, src_dev, dst, dst_dev, NULL);
 }
 
+/* Memory the CPU addresses directly: plain memset reaches it. */
+static bool host_memory(int type)
+{
+	return type == ALLOY_DEVICE_CPU || type == ALLOY_DEVICE_CUDA_HOST;
+}
+
+int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n)
+{
+	struct context *c;
+
+	alloy__ensure_init();
+	if (n == 0)
+		return 0;
+	ALLOY_ENFORCE(ptr, -EINVAL, "NULL pointer for a %zu-byte memset", n);
+	ALLOY_ENFORCE((unsigned)dev.type < ALLOY_DEVICE_TYPE_COUNT, -EINVAL,
+		      "unknown device type %d", dev.type);
+	c = get(dev.type);
+	if (c && c->ops.memset_bytes)
+		return c->ops.memset_bytes(c->ctx, dev, ptr, byte, n, NULL);
+	ALLOY_ENFORCE(host_memory(dev.type), -ENOTSUP,
+		      "%s memory cannot be set from the host and %s",
+		      alloy_device_type_name(dev.type),
+		      c ? "its context has no memset_bytes"
+			: "no context serves it");
+	memset(ptr, byte, n);
+	return 0;
+}
+
 int alloy_context_synchronize(struct alloy_device dev)
 {
 	struct context *c;

@@ -20,6 +20,7 @@ static void prepare(void)
 	alloy__plugin_fork_lock();
 	alloy__registry_fork_lock();
 	alloy__context_fork_lock();
+	alloy__conf_fork_lock();
 	alloy__tls_fork_prepare();
 	alloy__arena_lock();
 }
@@ -28,6 +29,7 @@ static void parent(void)
 {
 	alloy__arena_unlock();
 	alloy__tls_fork_parent();
+	alloy__conf_fork_unlock();
 	alloy__context_fork_unlock();
 	alloy__registry_fork_unlock();
 	alloy__plugin_fork_unlock();
@@ -37,6 +39,7 @@ static void child(void)
 {
 	alloy__arena_unlock();
 	alloy__tls_fork_child();
+	alloy__conf_fork_unlock();
 	alloy__context_fork_unlock();
 	alloy__registry_fork_unlock();
 	alloy__plugin_fork_unlock();

@@ -22,6 +22,7 @@
 
 #include "internal.h"
 #include "conf.h"
+#include "secure.h"
 
 atomic_int alloy__initialised;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -40,12 +41,19 @@ static void init_once_fn(void)
 
 	initialising = true;
 	alloy__fork_setup();
+	/*
+	 * Read even in secure-execution mode, where jemalloc ignores its
+	 * MALLOC_CONF whole: here an allocator name can only load an
+	 * installed module, and the parser refuses the items that would
+	 * write files, so the rest (alignment, fills, policies) may apply.
+	 */
 	alloy__conf_parse(getenv("ALLOY_CONF"), &alloy__conf);
 	if (alloy__registry_init())
 		fprintf(stderr, "alloy: initialisation: %s\n",
 			alloy_last_error());
 	if (compose)
 		compose();
+	alloy__secure_report();
 	initialising = false;
 	atomic_store_explicit(&alloy__initialised, 1, memory_order_release);
 }
@@ -94,15 +102,22 @@ void alloy__conf_apply_defaults(const char *cpu_fallback)
 			apply_default(t, NULL);
 }
 
-/* Options for allocators that never registered would be silently lost. */
+/*
+ * An option for an allocator that is not there yet is kept: it is handed
+ * to the allocator if one of that name registers later (a plugin loaded
+ * by the program, a module requested on first use of its device), and a
+ * failure then is reported then.  Not an error now, but not silent
+ * either: a misspelt name would otherwise go unnoticed.
+ */
 static void check_option(const char *allocator, const char *key,
 			 const char *value, void *arg)
 {
 	(void)arg;
 	if (alloy_request_allocator(allocator))
 		return;
-	alloy__conf_report("%s.%s:%s: no allocator named \"%s\"; ignored",
-			   allocator, key, value, allocator);
+	alloy__conf_notice(
+		"%s.%s:%s: no allocator \"%s\" is registered yet (%s); the option is kept and applied if one registers later",
+		allocator, key, value, allocator, alloy_last_error());
 }
 
 void alloy__conf_check_options(void)

@@ -268,7 +268,8 @@ ALLOY_HIDDEN void alloy__synchronize(void);
 
 /*
  * fork(): core's locks are held across it, in the order they nest
- * (core/fork.c): plugins, registry, contexts, records, arena.
+ * (core/fork.c): plugins, registry, contexts, conf reports, records,
+ * arena.
  */
 ALLOY_HIDDEN void alloy__fork_setup(void);
 ALLOY_HIDDEN void alloy__plugin_fork_lock(void);
@@ -277,6 +278,9 @@ ALLOY_HIDDEN void alloy__registry_fork_lock(void);
 ALLOY_HIDDEN void alloy__registry_fork_unlock(void);
 ALLOY_HIDDEN void alloy__context_fork_lock(void);
 ALLOY_HIDDEN void alloy__context_fork_unlock(void);
+/* The lock of problems reported after init (core/conf.c), a leaf. */
+ALLOY_HIDDEN void alloy__conf_fork_lock(void);
+ALLOY_HIDDEN void alloy__conf_fork_unlock(void);
 /* The records' lock; the child keeps only its own record. */
 ALLOY_HIDDEN void alloy__tls_fork_prepare(void);
 ALLOY_HIDDEN void alloy__tls_fork_parent(void);
@@ -284,7 +288,12 @@ ALLOY_HIDDEN void alloy__tls_fork_child(void);
 
 /* ---- registry internals (core/registry.c) ------------------------- */
 
-enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING };
+/*
+ * A table slot's life.  INIT and DYING hold the slot and its name while
+ * the allocator's init or fini runs outside the registry's lock (so that
+ * they may call the registry themselves).
+ */
+enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING, ALLOC_INIT };
 
 /* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
 enum {

@@ -14,6 +14,9 @@
  *                      that `make check` and ./alloy never pick up an
  *                      older installed copy
  *   ALLOY_MODULE_DIR   the installed $(pkglibdir)
+ *
+ * In secure-execution mode (a setuid program) only the last: the caller
+ * must not choose the code such a program runs (core/secure.c).
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -24,6 +27,7 @@
 
 #include "internal.h"
 #include "conf.h"
+#include "secure.h"
 
 #define BUILD_LIBS_DIR ALLOY_BUILD_DIR "/.libs"
 
@@ -48,11 +52,11 @@ static bool loaded_from_build_tree(void)
 /* The search path, colon-separated, into buf. */
 static const char *module_path(char *buf, size_t len)
 {
-	const char *env = getenv("ALLOY_MODULE_PATH");
+	const char *env = alloy__secure_getenv("ALLOY_MODULE_PATH");
 
 	if (env && *env)
 		snprintf(buf, len, "%s", env);
-	else if (loaded_from_build_tree())
+	else if (!alloy__secure_mode() && loaded_from_build_tree())
 		snprintf(buf, len, "%s", BUILD_LIBS_DIR);
 	else
 		snprintf(buf, len, "%s", ALLOY_MODULE_DIR);

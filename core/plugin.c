@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "conf.h"
+#include "secure.h"
 
 #define MAX_PLUGINS	      32
 #define MAX_PLUGIN_ALLOCATORS 16
@@ -95,9 +97,41 @@ bool alloy__plugin_loaded(const char *path)
 	return found;
 }
 
-/* The file exists and is a regular file; otherwise say which it is not. */
+/*
+ * Why anyone but its owner could replace the code at path, or NULL: the
+ * file is world-writable, or its directory is and lacks the sticky bit
+ * (then anyone may rename another file over it).  Group-writable is left
+ * alone: a group is a choice its owner made.
+ */
+static const char *replaceable_by_anyone(const char *path,
+					 const struct stat *st)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat dst;
+
+	if (st->st_mode & S_IWOTH)
+		return "the file is world-writable";
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s",
+			 slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &dst) == 0 && (dst.st_mode & S_IWOTH) &&
+	    !(dst.st_mode & S_ISVTX))
+		return "its directory is world-writable without the sticky bit";
+	return NULL;
+}
+
+/*
+ * The file exists and is a regular file; otherwise say which it is not.
+ * One anyone could replace is refused in secure-execution mode and loaded
+ * with a warning otherwise.
+ */
 static int check_file(const char *path)
 {
+	char shown[4 * PATH_MAX];
+	const char *why;
 	struct stat st;
 
 	if (stat(path, &st) != 0)
@@ -107,6 +141,17 @@ static int check_file(const char *path)
 		return alloy__error(
 			-ENOEXEC, LOAD,
 			"%s: not a regular file, so not a shared object", path);
+	why = replaceable_by_anyone(path, &st);
+	if (!why)
+		return 0;
+	LOAD_ENFORCE(
+		!alloy__secure_mode(), -EPERM,
+		"%s: %s, so anyone could choose the code it runs; refused in secure-execution mode (setuid, setgid or capabilities)",
+		path, why);
+	alloy__escape(path, shown, sizeof(shown));
+	fprintf(stderr,
+		"alloy: warning: %s: %s, so anyone could choose the code it runs; loading it anyway\n",
+		shown, why);
 	return 0;
 }
 
@@ -172,6 +217,11 @@ static int check_descriptor(const char *path,
 		"%s: descriptor struct_size %u is smaller than the %zu bytes of ABI %u.0",
 		path, d->struct_size, ALLOY_PLUGIN_DESCRIPTOR_SIZE_1_0,
 		ALLOY_ABI_MAJOR);
+	LOAD_ENFORCE(
+		d->struct_size <= ALLOY_ABI_STRUCT_SIZE_MAX, -EPROTO,
+		"%s: descriptor struct_size %u is absurd (more than %d bytes; this alloy's is %zu): a corrupt or uninitialised descriptor",
+		path, d->struct_size, ALLOY_ABI_STRUCT_SIZE_MAX,
+		sizeof(struct alloy_plugin_descriptor));
 	/* Newer minor: a longer struct whose extra members we ignore. */
 	memset(copy, 0, sizeof(*copy));
 	memcpy(copy, d,
@@ -463,7 +513,7 @@ out:
 
 void alloy__plugins_load_list(const char *list)
 {
-	char buf[4096];
+	char buf[4096], shown[4 * 512];
 	char *save = NULL;
 
 	if (!list || !*list)
@@ -476,8 +526,11 @@ void alloy__plugins_load_list(const char *list)
 	}
 	strcpy(buf, list);
 	for (char *path = strtok_r(buf, ":", &save); path;
-	     path = strtok_r(NULL, ":", &save))
-		if (alloy_plugin_load(path))
-			fprintf(stderr, "alloy: ALLOY_PLUGINS: %s\n",
-				alloy_last_error());
+	     path = strtok_r(NULL, ":", &save)) {
+		if (!alloy_plugin_load(path))
+			continue;
+		/* The path came from the environment: escape it. */
+		alloy__escape(alloy_last_error(), shown, sizeof(shown));
+		fprintf(stderr, "alloy: ALLOY_PLUGINS: %s\n", shown);
+	}
 }

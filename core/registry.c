@@ -47,6 +47,10 @@ int alloy__check_ops(const struct alloy_allocator_ops *ops, size_t *copy_size)
 		ops->struct_size >= required_end, -EINVAL,
 		"ops struct_size %u is smaller than the required part (%zu bytes)",
 		ops->struct_size, required_end);
+	ALLOY_ENFORCE(
+		ops->struct_size <= ALLOY_ABI_STRUCT_SIZE_MAX, -EINVAL,
+		"ops struct_size %u is absurd (more than %d bytes; this alloy's is %zu): a corrupt or uninitialised struct",
+		ops->struct_size, ALLOY_ABI_STRUCT_SIZE_MAX, sizeof(*ops));
 	/* Else the copy below would end inside a function pointer. */
 	ALLOY_ENFORCE(ops->struct_size % _Alignof(struct alloy_allocator_ops) ==
 			      0,
@@ -171,22 +175,22 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 	for (int c = 0; c < ALLOY__C_COUNT; c++)
 		alloy__tcount_zero(a->counters + c);
 
-	if (a->ops.init) {
-		rc = a->ops.init(ctx);
-		if (rc) {
-			pthread_mutex_unlock(&registry_lock);
-			if (rc > 0)
-				rc = -EIO;
-			if (!strstr(alloy_last_error(), a->name))
-				alloy__error(
-					rc, __func__,
-					"allocator \"%s\": init failed (%s)",
-					a->name, alloy_strerror(rc));
-			return rc;
-		}
-	}
-	atomic_store(&a->state, ALLOC_LIVE);
+	/* init runs unlocked: it may call the registry (find, alloc...). */
+	atomic_store(&a->state, ALLOC_INIT);
 	pthread_mutex_unlock(&registry_lock);
+	rc = a->ops.init ? a->ops.init(ctx) : 0;
+	pthread_mutex_lock(&registry_lock);
+	atomic_store(&a->state, rc ? ALLOC_FREE : ALLOC_LIVE);
+	pthread_mutex_unlock(&registry_lock);
+	if (rc) {
+		if (rc > 0)
+			rc = -EIO;
+		if (!strstr(alloy_last_error(), a->name))
+			alloy__error(rc, __func__,
+				     "allocator \"%s\": init failed (%s)",
+				     a->name, alloy_strerror(rc));
+		return rc;
+	}
 
 	struct option_ctx oc = { a, 0 };
 
@@ -244,8 +248,11 @@ int alloy_unregister_allocator(const char *name)
 			"allocator \"%s\" still has %lld live blocks", name,
 			(long long)live);
 	}
+	/* fini runs unlocked, the slot and its name still held (DYING). */
+	pthread_mutex_unlock(&registry_lock);
 	if (a->ops.fini)
 		a->ops.fini(a->ctx);
+	pthread_mutex_lock(&registry_lock);
 	atomic_store(&a->state, ALLOC_FREE);
 	pthread_mutex_unlock(&registry_lock);
 	return 0;

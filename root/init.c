@@ -10,10 +10,10 @@
  * program linked statically pulls this file in through alloy_init().
  */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "core/internal.h"
 #include "core/conf.h"
+#include "core/secure.h"
 #include "allocators/builtin.h"
 #include "contexts/cpu.h"
 #include "reporter/start.h"
@@ -25,8 +25,11 @@ static void compose(void)
 		fprintf(stderr, "alloy: initialisation: %s\n",
 			alloy_last_error());
 	alloy__register_cpu_context();
-	/* Before the defaults, so that cpu:<a plugin's allocator> works. */
-	alloy__plugins_load_list(getenv("ALLOY_PLUGINS"));
+	/*
+	 * Before the defaults, so that cpu:<a plugin's allocator> works.
+	 * Never in a setuid program: its caller would choose the code.
+	 */
+	alloy__plugins_load_list(alloy__secure_getenv("ALLOY_PLUGINS"));
 	alloy__conf_apply_defaults("default");
 	alloy__conf_check_options();
 	alloy__reporter_start();

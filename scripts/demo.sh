@@ -5,7 +5,10 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 [ -x configure ] || autoreconf -fi
 mkdir -p build
-cd build
-[ -f Makefile ] || ../configure
-make -j"$(nproc)"
-./alloy demo
+(
+	cd build
+	[ -f Makefile ] || ../configure
+	make -j"$(nproc)"
+)
+# The files go to ./alloy-demo/, beside the user, not inside build/.
+build/alloy demo

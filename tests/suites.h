@@ -13,6 +13,7 @@
 	X(conf)              \
 	X(registry)          \
 	X(plain)             \
+	X(fork)              \
 	X(default)           \
 	X(context)           \
 	X(plugin)            \
@@ -26,9 +27,11 @@
 	X(tensor_ops)        \
 	X(blob)              \
 	X(workspace)         \
+	X(tensor_dtype)      \
 	X(cuda_caching)      \
 	X(cuda_host)         \
 	X(syncedmem)         \
+	X(api_edges)         \
 	X(sweep)             \
 	X(stress)
 

@@ -17,6 +17,7 @@
 
 #include <alloy/plugin.h>
 
+#include "core/secure.h"
 #include "testutil.h"
 
 #define PLUGIN_DIR     ALLOY_BUILD_DIR "/tests/plugins/.libs"
@@ -74,7 +75,7 @@ END_TEST
 
 START_TEST(abi_major_mismatch)
 {
-	assert_refused(PLUGIN("abi_major"), -EPROTO, "built for plugin ABI 2.0",
+	assert_refused(PLUGIN("abi_major"), -EPROTO, "built for plugin ABI 2.",
 		       "abi_major_alloc");
 }
 END_TEST
@@ -83,6 +84,31 @@ START_TEST(struct_too_small)
 {
 	assert_refused(PLUGIN("small_struct"), -EPROTO, "is smaller than the",
 		       "small_struct_alloc");
+}
+END_TEST
+
+/* Issue 15: struct_size 0xffffffff was accepted without a word. */
+START_TEST(struct_size_absurd)
+{
+	struct alloy_allocator_ops ops = test_alloc_ops("huge_ops");
+	struct test_alloc ta = { .device_type = ALLOY_DEVICE_CPU };
+
+	assert_refused(
+		PLUGIN("huge_struct"), -EPROTO,
+		"descriptor struct_size 4294967295 is absurd (more than 4096 bytes",
+		"huge_struct_alloc");
+	/* The same bound for an allocator's ops, however it registers. */
+	ops.struct_size = 0xffffffffu;
+	ck_assert_int_eq(alloy_register_allocator(&ops, &ta, "test", NULL),
+			 -EINVAL);
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "ops struct_size 4294967295 is absurd"),
+		      "%s", alloy_last_error());
+	ck_assert_ptr_null(alloy_find_allocator("huge_ops"));
+	/* The bound itself is accepted: newer minors append members. */
+	ops.struct_size = ALLOY_ABI_STRUCT_SIZE_MAX;
+	ck_assert_ok(alloy_register_allocator(&ops, &ta, "test", NULL));
+	ck_assert_ok(alloy_unregister_allocator("huge_ops"));
 }
 END_TEST
 
@@ -209,31 +235,21 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
-/* Run alloy_init with stderr captured; returns what it printed. */
-static char *init_capturing_stderr(void)
+static void run_init(void *arg)
 {
-	static char out[4096];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
-
-	ck_assert_ptr_nonnull(tmp);
-	fflush(stderr);
-	dup2(fileno(tmp), 2);
+	(void)arg;
 	alloy_init();
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(out, 1, sizeof(out) - 1, tmp);
-	out[n] = '\0';
-	fclose(tmp);
-	return out;
+}
+
+/* Run alloy_init with stderr captured; returns what it printed. */
+static const char *init_capturing_stderr(void)
+{
+	return test_stderr_of(run_init, NULL);
 }
 
 START_TEST(alloy_plugins_env)
 {
-	char *err;
+	const char *err;
 
 	setenv("ALLOY_PLUGINS",
 	       "/nonexistent/a.so:" PLUGIN("good") "::" PLUGIN("abi_major"), 1);
@@ -249,7 +265,7 @@ START_TEST(alloy_plugins_env)
 		strstr(err,
 		       "alloy: ALLOY_PLUGINS: alloy_plugin_load: /nonexistent/a.so: no such file"),
 		"stderr: %s", err);
-	ck_assert_msg(strstr(err, "abi_major.so: built for plugin ABI 2.0"),
+	ck_assert_msg(strstr(err, "abi_major.so: built for plugin ABI 2."),
 		      "stderr: %s", err);
 	ck_assert_ptr_nonnull(alloy_find_allocator("plug_one"));
 }
@@ -464,6 +480,128 @@ START_TEST(example_plugin)
 }
 END_TEST
 
+/* A copy of good.so at dir/p.so with mode; its path into path. */
+static void copy_good(const char *dir, mode_t mode, char *path, size_t len)
+{
+	char cmd[512];
+
+	snprintf(path, len, "%s/p.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", PLUGIN("good"), path);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static void load_arg(void *arg)
+{
+	ck_assert_ok(alloy_plugin_load(arg));
+}
+
+/*
+ * Issue 15: a world-writable plugin loaded without a word.  Anyone may
+ * replace such a file, or rename another over it when its directory is
+ * world-writable without the sticky bit: warned about, then loaded.
+ */
+START_TEST(replaceable_plugin_warns)
+{
+	char dir[] = "/tmp/alloy-test-ww-XXXXXX", path[256];
+	const char *err;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	copy_good(dir, 0666, path, sizeof(path));
+	err = test_stderr_of(load_arg, path);
+	ck_assert_int_eq(test_count_lines_with(err, "warning"), 1);
+	ck_assert_msg(strstr(err, "the file is world-writable"), "%s", err);
+	ck_assert_msg(strstr(err, path), "%s", err);
+	ck_assert_ok(alloy_plugin_unload(path));
+
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	err = test_stderr_of(load_arg, path);
+	ck_assert_msg(
+		strstr(err,
+		       "directory is world-writable without the sticky bit"),
+		"%s", err);
+	ck_assert_ok(alloy_plugin_unload(path));
+
+	/* /tmp's own mode: the sticky bit keeps others' hands off. */
+	ck_assert_int_eq(chmod(dir, 01777), 0);
+	err = test_stderr_of(load_arg, path);
+	ck_assert_str_eq(err, "");
+	ck_assert_ok(alloy_plugin_unload(path));
+	remove_module_dir(dir);
+}
+END_TEST
+
+START_TEST(replaceable_plugin_refused_in_secure_mode)
+{
+	char dir[] = "/tmp/alloy-test-wws-XXXXXX", path[256];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	copy_good(dir, 0666, path, sizeof(path));
+	alloy_init();
+	alloy__secure_force_for_tests();
+	assert_refused(
+		path, -EPERM,
+		"world-writable, so anyone could choose the code it runs; refused in secure-execution mode",
+		"plug_one");
+	/* A file only its owner can replace still loads. */
+	ck_assert_int_eq(chmod(path, 0755), 0);
+	ck_assert_ok(alloy_plugin_load(path));
+	ck_assert_ok(alloy_plugin_unload(path));
+	remove_module_dir(dir);
+}
+END_TEST
+
+/*
+ * Issue 15: in secure-execution mode the environment does not choose
+ * code: ALLOY_PLUGINS is not loaded, ALLOY_MODULE_PATH and the build
+ * tree are not searched, and one stderr line says what was ignored.  The
+ * real setuid run is tests/test_setuid.sh.
+ */
+START_TEST(secure_mode_ignores_plugin_and_module_env)
+{
+	char *dir = make_module_dir();
+	const char *err;
+
+	setenv("ALLOY_PLUGINS", PLUGIN("good"), 1);
+	setenv("ALLOY_MODULE_PATH", dir, 1);
+	alloy__secure_force_for_tests();
+	err = init_capturing_stderr();
+	ck_assert_ptr_null(alloy_find_allocator("plug_one"));
+	ck_assert_ptr_null(dlopen(PLUGIN("good"), RTLD_NOW | RTLD_NOLOAD));
+	ck_assert_int_eq(test_count_lines_with(err, "secure-execution"), 1);
+	ck_assert_msg(strstr(err, "ignored ALLOY_PLUGINS, ALLOY_MODULE_PATH;"),
+		      "%s", err);
+	/* Modules by name come only from the installed directory. */
+	ck_assert_ptr_null(alloy_request_allocator("plug_two"));
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "alloy_plug.so in " ALLOY_MODULE_DIR ")"),
+		      "%s", alloy_last_error());
+	ck_assert_ptr_null(alloy_request_allocator("nothing_here"));
+	ck_assert_msg(strstr(alloy_last_error(), "in " ALLOY_MODULE_DIR ")"),
+		      "the build tree was searched: %s", alloy_last_error());
+	/* Asked again later: still one line, nothing more said. */
+	ck_assert_int_eq(alloy_conf_error_count(), 1);
+	remove_module_dir(dir);
+}
+END_TEST
+
+/* The control: without secure mode the same environment loads both. */
+START_TEST(plugin_and_module_env_load_normally)
+{
+	const char *err;
+
+	setenv("ALLOY_PLUGINS", PLUGIN("good"), 1);
+	err = init_capturing_stderr();
+	ck_assert_ptr_nonnull(alloy_find_allocator("plug_one"));
+	ck_assert_ptr_null(strstr(err, "secure-execution"));
+	ck_assert_ptr_null(alloy_request_allocator("nothing_here"));
+	ck_assert_msg(
+		strstr(alloy_last_error(), "in " ALLOY_BUILD_DIR "/.libs)"),
+		"%s", alloy_last_error());
+}
+END_TEST
+
 Suite *suite_plugin(void)
 {
 	Suite *s = suite_create("plugin");
@@ -476,6 +614,7 @@ Suite *suite_plugin(void)
 	tcase_add_test(broken, no_entry_symbol);
 	tcase_add_test(broken, abi_major_mismatch);
 	tcase_add_test(broken, struct_too_small);
+	tcase_add_test(broken, struct_size_absurd);
 	tcase_add_test(broken, required_op_missing);
 	tcase_add_test(broken, duplicate_name);
 	tcase_add_test(broken, init_fails);
@@ -491,6 +630,10 @@ Suite *suite_plugin(void)
 	tcase_add_test(loading, pending_default_not_taken_by_name);
 	tcase_add_test(loading, name_of_a_module_refused);
 	tcase_add_test(loading, module_takes_its_pending_default);
+	tcase_add_test(loading, replaceable_plugin_warns);
+	tcase_add_test(loading, replaceable_plugin_refused_in_secure_mode);
+	tcase_add_test(loading, secure_mode_ignores_plugin_and_module_env);
+	tcase_add_test(loading, plugin_and_module_env_load_normally);
 	suite_add_tcase(s, broken);
 	suite_add_tcase(s, good);
 	suite_add_tcase(s, loading);

@@ -433,6 +433,44 @@ START_TEST(concurrent_register_swap_alloc_free)
 END_TEST
 
 /*
+ * An allocator's init and fini may call the registry (they run outside
+ * its lock); meanwhile the allocator's name is taken but not findable.
+ */
+static struct alloy_allocator *seen_in_init, *self_in_init;
+static long long default_live_in_fini = -1;
+
+static int calling_init(void *ctx)
+{
+	(void)ctx;
+	seen_in_init = alloy_find_allocator("default");
+	self_in_init = alloy_find_allocator("t_calls");
+	return 0;
+}
+
+static void calling_fini(void *ctx)
+{
+	(void)ctx;
+	default_live_in_fini =
+		alloy_allocator_live_blocks(alloy_find_allocator("default"));
+}
+
+START_TEST(init_and_fini_may_call_the_registry)
+{
+	struct alloy_allocator_ops ops = test_alloc_ops("t_calls");
+	static struct test_alloc ta;
+	struct alloy_allocator *a;
+
+	ops.init = calling_init;
+	ops.fini = calling_fini;
+	ck_assert_ok(alloy_register_allocator(&ops, &ta, NULL, &a));
+	ck_assert_ptr_eq(seen_in_init, alloy_find_allocator("default"));
+	ck_assert_ptr_null(self_in_init);
+	ck_assert_ok(alloy_unregister_allocator("t_calls"));
+	ck_assert_int_eq(default_live_in_fini, 0);
+}
+END_TEST
+
+/*
  * Issue 15, item 2: while the previous default is being unregistered, an
  * allocation made through the default must be served by the default in
  * force, never refused with "is being unregistered".
@@ -510,6 +548,7 @@ Suite *suite_registry(void)
 	tcase_add_test(tc, slots_are_bounded_and_reused);
 	tcase_add_test(tc, size_limits);
 	tcase_add_test(tc, stats_fallback_counts);
+	tcase_add_test(tc, init_and_fini_may_call_the_registry);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -146,4 +147,41 @@ void test_set_conf(const char *conf)
 		setenv("ALLOY_CONF", conf, 1);
 	else
 		unsetenv("ALLOY_CONF");
+}
+
+const char *test_stderr_of(void (*fn)(void *arg), void *arg)
+{
+	static char out[8192];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	ck_assert_ptr_nonnull(tmp);
+	ck_assert_int_ge(saved, 0);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return out;
+}
+
+int test_count_lines_with(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *line = text; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+
+		if (memmem(line, len, what, strlen(what)))
+			n++;
+		line += len + (end != NULL);
+	}
+	return n;
 }

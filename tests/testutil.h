@@ -53,6 +53,15 @@ void fake_device_register(int device_type);
 /* Set ALLOY_CONF for the library's first use in this (forked) test. */
 void test_set_conf(const char *conf);
 
+/*
+ * Run fn(arg) with stderr going to a file; returns what it wrote (a
+ * static buffer, valid until the next call).
+ */
+const char *test_stderr_of(void (*fn)(void *arg), void *arg);
+
+/* How many lines of text contain what. */
+int test_count_lines_with(const char *text, const char *what);
+
 #define ck_assert_ok(expr)                                                \
 	do {                                                              \
 		int rc_ = (expr);                                         \

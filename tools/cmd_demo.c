@@ -1,398 +1,522 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/cmd_demo.c - `alloy demo`: a Caffe2-like workload on the tensor
- * layer.  A workspace holds the blobs of a tiny net (data -> FC -> ReLU ->
- * mask -> loss history); each iteration runs its operators on a batch of
- * another size, so tensors are resized up and down, extended, shrunk,
- * shared, copied and change type, all through the device contexts and the
- * allocators ALLOY_CONF (or --swap) selects.  The reporter's summary ends
- * it.
+ * tools/cmd_demo.c - `alloy demo`: a tour of what alloy is for.
+ *
+ * One training loop (tools/demo_net.c) runs on every CPU allocator there
+ * is -- the built-in default, the jemalloc and mimalloc modules, and any
+ * plugin -- swapping the default while it runs, then prints them side by
+ * side; then the same loop runs on the simulated GPU through the caching
+ * and pinned-host allocators.  The run is traced, and the trace becomes
+ * the pictures and reports the user opens afterwards.
+ *
+ * The workload runs in a child process (this program again, with
+ * --workload): the reporter writes the trace's end record at exit, and
+ * the parent then reads a complete trace.  The parent never initialises
+ * the library itself, so a `report:` in ALLOY_CONF gives one exit report,
+ * the child's.
  */
 #include <errno.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <alloy/alloy.h>
 
 #include "cli.h"
+#include "demo_net.h"
 
-#define IN_FEATURES  64
-#define OUT_FEATURES 32
-#define HISTORY_KEEP 4
+extern char **environ;
 
-static const int64_t batches[] = { 16, 4, 32, 64, 8, 128 };
-#define NITER ((int)(sizeof(batches) / sizeof(batches[0])))
+#define STEPS	    40 /* per allocator */
+#define STEPS_QUICK 8
+#define MAX_CPU	    8
 
-#define F32 alloy_type(ALLOY_TYPE_FLOAT)
+struct phase {
+	struct alloy_allocator *a;
+	double ms_per_step; /* median */
+	long long allocs;   /* blocks it made in its phase */
+	uint64_t peak_live; /* its own blocks, from the reporter */
+	uint64_t peak_reserved;
+	bool reserved_known;
+};
 
-/* ---- blobs as operator inputs and outputs --------------------------- */
-
-static struct alloy_tensor *output(struct alloy_workspace *ws, const char *name)
+static double now_ms(void)
 {
-	struct alloy_blob *b = alloy_workspace_create_blob(ws, name);
+	struct timespec ts;
 
-	return b ? alloy_blob_get_mutable_tensor(b, ALLOY_CPU) : NULL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static struct alloy_tensor *input(struct alloy_workspace *ws, const char *name)
+static int cmp_double(const void *a, const void *b)
 {
-	struct alloy_blob *b = alloy_workspace_get_blob(ws, name);
+	double x = *(const double *)a, y = *(const double *)b;
 
-	return b ? alloy_blob_get_tensor(b) : NULL;
+	return x < y ? -1 : x > y;
 }
 
-/* ---- operators: each returns 0 or a negative errno (message set) ---- */
-
-/* Fill `name` with dims and a deterministic pattern. */
-static int op_fill(struct alloy_workspace *ws, const char *name,
-		   const int64_t *dims, int ndim, float scale)
-{
-	struct alloy_tensor *t = output(ws, name);
-	float *p;
-	int rc;
-
-	if (!t)
-		return -ENOMEM;
-	rc = alloy_tensor_resize(t, dims, ndim);
-	if (rc)
-		return rc;
-	p = alloy_tensor_raw_mutable_data(t, F32);
-	if (!p)
-		return -ENOMEM;
-	for (int64_t i = 0; i < alloy_tensor_numel(t); i++)
-		p[i] = scale * (float)((i * 7919) % 17 - 8);
-	return 0;
-}
-
-/* y[n][m] = sum_k x[n][k] w[m][k] + b[m] */
-static int op_fc(struct alloy_workspace *ws, const char *x_name,
-		 const char *w_name, const char *b_name, const char *y_name)
-{
-	struct alloy_tensor *x = input(ws, x_name), *w = input(ws, w_name);
-	struct alloy_tensor *b = input(ws, b_name), *y = output(ws, y_name);
-	const float *xp, *wp, *bp;
-	int64_t n, k, m, dims[2];
-	float *yp;
-	int rc;
-
-	if (!x || !w || !b || !y)
-		return -EINVAL;
-	n = alloy_tensor_dim(x, 0);
-	k = alloy_tensor_dim(x, 1);
-	m = alloy_tensor_dim(w, 0);
-	dims[0] = n;
-	dims[1] = m;
-	rc = alloy_tensor_resize(y, dims, 2);
-	if (rc)
-		return rc;
-	xp = alloy_tensor_data(x, F32);
-	wp = alloy_tensor_data(w, F32);
-	bp = alloy_tensor_data(b, F32);
-	yp = alloy_tensor_raw_mutable_data(y, F32);
-	if (!xp || !wp || !bp || !yp)
-		return -EINVAL;
-	for (int64_t i = 0; i < n; i++)
-		for (int64_t j = 0; j < m; j++) {
-			float s = bp[j];
-
-			for (int64_t l = 0; l < k; l++)
-				s += xp[i * k + l] * wp[j * k + l];
-			yp[i * m + j] = s;
-		}
-	return 0;
-}
-
-/*
- * An elementwise operator's start: y shaped like x, and the typed pointers
- * to read x and write y as elements of ytype.
- */
-static int elementwise(struct alloy_workspace *ws, const char *x_name,
-		       const char *y_name, const struct alloy_type_meta *ytype,
-		       const float **xp, void **yp, int64_t *n)
-{
-	struct alloy_tensor *x = input(ws, x_name), *y = output(ws, y_name);
-	int rc;
-
-	if (!x || !y)
-		return -EINVAL;
-	rc = alloy_tensor_resize_like(y, x);
-	if (rc)
-		return rc;
-	*xp = alloy_tensor_data(x, F32);
-	*yp = alloy_tensor_raw_mutable_data(y, ytype);
-	*n = alloy_tensor_numel(y);
-	return *xp && *yp ? 0 : -EINVAL;
-}
-
-static int op_relu(struct alloy_workspace *ws, const char *x_name,
-		   const char *y_name)
-{
-	const float *xp;
-	float *yp;
-	int64_t n;
-	int rc = elementwise(ws, x_name, y_name, F32, &xp, (void **)&yp, &n);
-
-	for (int64_t i = 0; !rc && i < n; i++)
-		yp[i] = xp[i] > 0 ? xp[i] : 0;
-	return rc;
-}
-
-/*
- * The mask is computed as int32 and turned into float in place: both
- * types are POD of the same size, so the buffer is reused.
- */
-static int op_mask(struct alloy_workspace *ws, const char *x_name,
-		   const char *y_name, bool *reused)
-{
-	const float *xp;
-	int32_t *ip;
-	float *fp;
-	int64_t n;
-	int rc = elementwise(ws, x_name, y_name, alloy_type(ALLOY_TYPE_INT32),
-			     &xp, (void **)&ip, &n);
-
-	if (rc)
-		return rc;
-	for (int64_t i = 0; i < n; i++)
-		ip[i] = xp[i] > 0;
-	fp = alloy_tensor_raw_mutable_data(input(ws, y_name), F32);
-	if (!fp)
-		return -EINVAL;
-	*reused = (void *)fp == (void *)ip;
-	for (int64_t i = 0; i < n; i++) {
-		int32_t v;
-
-		memcpy(&v, &fp[i], sizeof(v));
-		fp[i] = (float)v;
-	}
-	return 0;
-}
-
-/* Append the mean of x to the 1-D history (Caffe2's Extend). */
-static int op_append_mean(struct alloy_workspace *ws, const char *x_name,
-			  const char *h_name)
-{
-	struct alloy_tensor *x = input(ws, x_name), *h = output(ws, h_name);
-	const float *xp;
-	float *hp, s = 0;
-	int64_t zero = 0;
-	int rc;
-
-	if (!x || !h)
-		return -EINVAL;
-	if (alloy_tensor_numel(h) < 0 &&
-	    ((rc = alloy_tensor_resize(h, &zero, 1)) ||
-	     !alloy_tensor_raw_mutable_data(h, F32)))
-		return -EINVAL;
-	xp = alloy_tensor_data(x, F32);
-	if (!xp)
-		return -EINVAL;
-	for (int64_t i = 0; i < alloy_tensor_numel(x); i++)
-		s += xp[i];
-	rc = alloy_tensor_extend(h, 1, 50);
-	if (rc)
-		return rc;
-	hp = alloy_tensor_raw_mutable_data(h, F32);
-	if (!hp)
-		return -EINVAL;
-	hp[alloy_tensor_numel(h) - 1] = s / (float)alloy_tensor_numel(x);
-	return 0;
-}
-
-/* ---- the workload --------------------------------------------------- */
-
-static const char *served_by(const struct alloy_tensor *t)
-{
-	struct alloy_allocator *a = alloy_tensor_allocator(t);
-
-	return a ? alloy_allocator_name(a) : "-";
-}
-
-static int setup(struct alloy_workspace *ws)
-{
-	int64_t w[] = { OUT_FEATURES, IN_FEATURES }, b[] = { OUT_FEATURES };
-	int64_t n = NITER;
-	struct alloy_tensor *labels;
-	char **s;
-	int rc;
-
-	rc = op_fill(ws, "fc_w", w, 2, 0.01f);
-	if (!rc)
-		rc = op_fill(ws, "fc_b", b, 1, 0.1f);
-	if (rc)
-		return rc;
-	/* A non-POD tensor: one label string per iteration. */
-	labels = output(ws, "labels");
-	if (!labels || alloy_tensor_resize(labels, &n, 1))
-		return -ENOMEM;
-	s = alloy_tensor_raw_mutable_data(labels,
-					  alloy_type(ALLOY_TYPE_STRING));
-	if (!s)
-		return -ENOMEM;
-	for (int i = 0; i < NITER; i++) {
-		char buf[32];
-
-		snprintf(buf, sizeof(buf), "batch-%d-of-%lld", i,
-			 (long long)batches[i]);
-		s[i] = strdup(buf);
-	}
-	return 0;
-}
-
-static int iteration(struct alloy_workspace *ws, int it)
-{
-	int64_t dims[] = { batches[it], IN_FEATURES }, flat;
-	struct alloy_tensor *fc, *flat_t, *hist, *snap;
-	bool reused = false;
-	int rc;
-
-	rc = op_fill(ws, "data", dims, 2, 1.0f);
-	if (!rc)
-		rc = op_fc(ws, "data", "fc_w", "fc_b", "fc_out");
-	if (!rc)
-		rc = op_relu(ws, "fc_out", "relu_out");
-	if (!rc)
-		rc = op_mask(ws, "relu_out", "mask", &reused);
-	if (!rc)
-		rc = op_append_mean(ws, "relu_out", "history");
-	if (rc)
-		return rc;
-
-	/* A flat view sharing fc_out's storage. */
-	fc = input(ws, "fc_out");
-	flat_t = output(ws, "fc_out_flat");
-	flat = alloy_tensor_numel(fc);
-	if (!flat_t || (rc = alloy_tensor_resize(flat_t, &flat, 1)) ||
-	    (rc = alloy_tensor_share_data(flat_t, fc)))
-		return rc ? rc : -ENOMEM;
-
-	/* Keep only the last few losses: shrink never reallocates. */
-	hist = input(ws, "history");
-	if (alloy_tensor_dim(hist, 0) > HISTORY_KEEP) {
-		rc = alloy_tensor_shrink_to(hist, HISTORY_KEEP);
-		if (rc)
-			return rc;
-	}
-
-	/* A deep snapshot of the weights every other iteration. */
-	if (it % 2 == 0) {
-		snap = output(ws, "fc_w_snapshot");
-		if (!snap ||
-		    (rc = alloy_tensor_copy_from(snap, input(ws, "fc_w"))))
-			return rc ? rc : -ENOMEM;
-	}
-
-	printf("  iter %d  batch %3lld  data %-8s fc_out %-8s mask %s (int32->float %s)  history %lld/%zu B  fc_out shared by %ld\n",
-	       it, (long long)batches[it], served_by(input(ws, "data")),
-	       served_by(fc), served_by(input(ws, "mask")),
-	       reused ? "in place" : "reallocated",
-	       (long long)alloy_tensor_numel(hist),
-	       alloy_tensor_capacity_nbytes(hist),
-	       alloy_storage_use_count(alloy_tensor_storage(fc)));
-	return 0;
-}
-
-/* ---- the summary ---------------------------------------------------- */
-
-/* The registry's own counts, one line per allocator. */
-static int stats_line(struct alloy_allocator *a, void *arg)
+static struct alloy_allocator_stats stats_of(struct alloy_allocator *a)
 {
 	struct alloy_allocator_stats st = { .size = sizeof(st),
 					    .version = ALLOY_STATS_VERSION };
-	int type = alloy_allocator_device_type(a);
 
-	(void)arg;
-	if (alloy_allocator_stats(a, &st))
+	alloy_allocator_stats(a, &st);
+	return st;
+}
+
+/* The reporter's peak of a's own blocks since the last reset. */
+static uint64_t reported_peak(struct alloy_allocator *a)
+{
+	static struct alloy_reporter_snapshot snap;
+
+	snap = (struct alloy_reporter_snapshot){
+		.size = sizeof(snap),
+		.version = ALLOY_REPORTER_SNAPSHOT_VERSION,
+	};
+	if (alloy_reporter_snapshot(&snap))
 		return 0;
-	printf("  %-16s %-10s %8llu allocs %8llu frees %6lld live blocks",
-	       alloy_allocator_name(a), alloy_device_type_name(type),
-	       (unsigned long long)st.num_allocs,
-	       (unsigned long long)st.num_frees,
-	       alloy_allocator_live_blocks(a));
-	if (alloy_get_default(type) == a)
-		printf("  (%s default)", alloy_device_type_name(type));
-	printf("\n");
+	for (uint32_t i = 0; i < snap.nentries; i++)
+		if (!strcmp(snap.entries[i].allocator,
+			    alloy_allocator_name(a)) &&
+		    snap.entries[i].device.type == ALLOY_DEVICE_CPU)
+			return snap.entries[i].c.peak_bytes;
 	return 0;
 }
 
-static void to_stdout(void *arg, const char *text)
+/* The CPU allocators to compare: default, the modules, any plugin. */
+struct cpu_list {
+	struct alloy_allocator *a[MAX_CPU];
+	int n;
+};
+
+static int add_cpu(struct alloy_allocator *a, void *arg)
 {
-	(void)arg;
-	fputs(text, stdout);
+	struct cpu_list *l = arg;
+
+	if (alloy_allocator_device_type(a) != ALLOY_DEVICE_CPU ||
+	    l->n == MAX_CPU)
+		return 0;
+	/* Built-ins other than default are the fail and debug wrappers. */
+	if (!strcmp(alloy_allocator_origin(a), "builtin") &&
+	    strcmp(alloy_allocator_name(a), "default"))
+		return 0;
+	l->a[l->n++] = a;
+	return 0;
+}
+
+/* The configured default first, then the others in registration order. */
+static void find_cpu_allocators(struct cpu_list *l)
+{
+	static const char *const modules[] = { "jemalloc", "mimalloc" };
+	struct alloy_allocator *first = alloy_get_default(ALLOY_DEVICE_CPU);
+
+	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++)
+		if (!alloy_request_allocator(modules[i]))
+			printf("  (%s: not available here: %s)\n", modules[i],
+			       alloy_last_error());
+	alloy_foreach_allocator(add_cpu, l);
+	for (int i = 1; i < l->n; i++)
+		if (l->a[i] == first) {
+			memmove(&l->a[1], &l->a[0],
+				(size_t)i * sizeof(l->a[0]));
+			l->a[0] = first;
+		}
+}
+
+static void human(uint64_t n, char *buf, size_t len)
+{
+	if (n >= 10u << 20)
+		snprintf(buf, len, "%.1f MiB", (double)n / (1 << 20));
+	else
+		snprintf(buf, len, "%.1f KiB", (double)n / 1024);
+}
+
+/*
+ * One allocator's turn: make it the default, let the previous net go
+ * (its blocks return to the allocator that made them, not to this one),
+ * run a fresh net for `steps` steps and measure it.
+ */
+static int run_phase(struct phase *ph, struct demo_net **net, int steps,
+		     struct alloy_allocator *prev)
+{
+	struct demo_net *old = *net;
+	long long before, live;
+	double ms[STEPS];
+	char bytes[32];
+	float loss = 0;
+	int rc;
+
+	rc = alloy_set_default(ALLOY_DEVICE_CPU, ph->a);
+	if (rc)
+		return rc;
+	alloy_reporter_reset_peaks();
+	before = (long long)stats_of(ph->a).num_allocs;
+	*net = demo_net_new(ALLOY_CPU);
+	if (!*net)
+		return -ENOMEM;
+	for (int s = 0; s < steps; s++) {
+		double t0 = now_ms();
+
+		rc = demo_net_step(*net, demo_net_batch(s), &loss);
+		if (rc)
+			return rc;
+		ms[s] = now_ms() - t0;
+		if (s || !prev)
+			continue;
+		/*
+		 * Both nets live for a step, then the old one lets go: its
+		 * blocks return to prev, never to the new default.
+		 */
+		human((uint64_t)alloy_allocator_live_bytes(prev), bytes,
+		      sizeof(bytes));
+		live = alloy_allocator_live_blocks(prev);
+		demo_net_free(old);
+		printf("  -- swap: CPU default %s -> %s; %lld blocks (%s) of %s were live, the old net let go of them: %s has %lld left\n",
+		       alloy_allocator_name(prev), alloy_allocator_name(ph->a),
+		       live, bytes, alloy_allocator_name(prev),
+		       alloy_allocator_name(prev),
+		       alloy_allocator_live_blocks(prev));
+	}
+	qsort(ms, (size_t)steps, sizeof(ms[0]), cmp_double);
+	ph->ms_per_step = ms[steps / 2];
+	ph->allocs = (long long)stats_of(ph->a).num_allocs - before;
+	ph->peak_live = reported_peak(ph->a);
+	{
+		struct alloy_allocator_stats st = stats_of(ph->a);
+		const struct alloy_allocator_ops *ops =
+			alloy_allocator_ops(ph->a);
+
+		ph->reserved_known = ops && ops->stats;
+		ph->peak_reserved =
+			st.peak_reserved ? st.peak_reserved : st.reserved;
+	}
+	printf("  %-10s %d steps, loss %.3f, %lld blocks made\n",
+	       alloy_allocator_name(ph->a), steps, loss, ph->allocs);
+	return 0;
+}
+
+static void print_table(const struct phase *ph, int n)
+{
+	int fastest = 0;
+
+	for (int i = 1; i < n; i++)
+		if (ph[i].ms_per_step < ph[fastest].ms_per_step)
+			fastest = i;
+	printf("\n  %-10s %12s %12s %14s %12s\n", "allocator", "time/step",
+	       "peak live", "peak reserved", "allocations");
+	for (int i = 0; i < n; i++) {
+		char live[32], res[32];
+
+		human(ph[i].peak_live, live, sizeof(live));
+		if (ph[i].reserved_known)
+			human(ph[i].peak_reserved, res, sizeof(res));
+		else
+			snprintf(res, sizeof(res), "-");
+		printf("  %-10s %9.3f ms %12s %14s %12lld%s\n",
+		       alloy_allocator_name(ph[i].a), ph[i].ms_per_step, live,
+		       res, ph[i].allocs, i == fastest ? "   <- fastest" : "");
+	}
+	printf("  (time/step: median of the phase, mostly arithmetic: after warm-up keep-on-shrink\n"
+	       "   leaves a few scratch blocks a step, so `alloy bench` is where the allocators race;\n"
+	       "   peak live: its own blocks, from the reporter; peak reserved: what it held from\n"
+	       "   the system, where it says)\n");
+}
+
+static int cpu_tour(int steps)
+{
+	struct phase ph[MAX_CPU] = { 0 };
+	struct cpu_list l = { .n = 0 };
+	struct demo_net *net = NULL;
+	int rc = 0;
+
+	printf("CPU: the loop on each allocator in turn, the default swapped while the program runs\n");
+	find_cpu_allocators(&l);
+	printf("  first on the configured CPU default, \"%s\"\n",
+	       alloy_allocator_name(l.a[0]));
+	for (int i = 0; i < l.n && !rc; i++) {
+		ph[i].a = l.a[i];
+		rc = run_phase(&ph[i], &net, steps, i ? l.a[i - 1] : NULL);
+	}
+	demo_net_free(net);
+	if (rc)
+		return rc;
+	printf("  every block went back to the allocator that made it:");
+	for (int i = 0; i < l.n; i++) {
+		long long live = alloy_allocator_live_blocks(l.a[i]);
+
+		printf(" %s %lld live%s", alloy_allocator_name(l.a[i]), live,
+		       i + 1 < l.n ? "," : "\n");
+		if (live) {
+			fprintf(stderr, "alloy demo: %s kept %lld blocks\n",
+				alloy_allocator_name(l.a[i]), live);
+			return -EIO;
+		}
+	}
+	print_table(ph, l.n);
+	return alloy_set_default_by_name(ALLOY_DEVICE_CPU, "default");
+}
+
+/* ---- the simulated GPU ------------------------------------------------ */
+
+static int gpu_tour(int steps)
+{
+	struct alloy_allocator *dev, *pinned;
+	struct alloy_allocator_stats ds, ps;
+	struct demo_net *net;
+	float loss = 0;
+	int rc;
+
+	printf("\nGPU (simulated: host memory behind the CUDA allocators' policy, no GPU needed)\n");
+	rc = alloy_cuda_sim_register_context(alloy_cuda_sim_builtin());
+	if (rc && rc != -EEXIST)
+		return rc;
+	if (rc == -EEXIST) {
+		printf("  (a CUDA context is registered already: the simulated tour is skipped)\n");
+		return 0;
+	}
+	dev = alloy_find_allocator("cuda_caching_sim");
+	pinned = alloy_find_allocator("cuda_host_sim");
+	if (!dev || !pinned ||
+	    (rc = alloy_set_default(ALLOY_DEVICE_CUDA, dev)) ||
+	    (rc = alloy_set_default(ALLOY_DEVICE_CUDA_HOST, pinned)))
+		return rc ? rc : -ENODEV;
+	net = demo_net_new((struct alloy_device){ ALLOY_DEVICE_CUDA, 0 });
+	if (!net)
+		return -ENOMEM;
+	for (int s = 0; s < steps && !rc; s++) {
+		/* Each batch arrives through a pinned staging buffer. */
+		size_t bytes = (size_t)demo_net_batch(s) * 64 * sizeof(float);
+		struct alloy_data_ptr stage;
+
+		rc = alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, bytes, 0,
+					 &stage);
+		if (rc)
+			break;
+		memset(stage.ptr, 0, bytes);
+		alloy_data_ptr_free(&stage);
+		rc = demo_net_step(net, demo_net_batch(s), &loss);
+	}
+	demo_net_free(net);
+	if (rc)
+		return rc;
+	ds = stats_of(dev);
+	ps = stats_of(pinned);
+	printf("  %d steps, loss %.3f\n", steps, loss);
+	printf("  device memory (cuda_caching_sim): %llu blocks served by %llu device mallocs: %llu device calls avoided by caching\n",
+	       (unsigned long long)ds.num_allocs,
+	       (unsigned long long)ds.num_system_allocs,
+	       (unsigned long long)(ds.num_allocs - ds.num_system_allocs));
+	printf("  pinned staging (cuda_host_sim): %llu buffers served by %llu pinned mallocs\n",
+	       (unsigned long long)ps.num_allocs,
+	       (unsigned long long)ps.num_system_allocs);
+	return 0;
+}
+
+/* The child: the tour itself, traced through ALLOY_CONF. */
+static int workload(bool quick)
+{
+	int steps = quick ? STEPS_QUICK : STEPS;
+	int rc;
+
+	alloy_init();
+	if (!alloy_reporter_enabled() && (rc = alloy_reporter_enable()))
+		goto fail;
+	printf("alloy demo: a 4-layer MLP trained with SGD on a Workspace of named blobs,\n"
+	       "batches of 8 to 256 rows (%d steps per allocator)\n\n",
+	       steps);
+	rc = cpu_tour(steps);
+	if (!rc)
+		rc = gpu_tour(steps);
+	if (!rc) {
+		fflush(stdout);
+		return 0;
+	}
+fail:
+	fprintf(stderr, "alloy demo: %s\n", alloy_last_error());
+	return EXIT_PROBLEM;
+}
+
+/* ---- the parent: run the workload traced, then write the pictures ---- */
+
+struct demo_args {
+	bool quick;
+	const char *out;
+	const char *plugins[8];
+	int nplugins;
+};
+
+static int parse(int argc, char **argv, struct demo_args *a, bool *child)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			a->quick = true;
+		} else if (!strcmp(argv[i], "--workload")) {
+			*child = true;
+		} else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+			a->out = argv[++i];
+		} else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+			if (a->nplugins == 8)
+				return cli_usage_error(&cmd_demo,
+						       "at most 8 --plugin");
+			a->plugins[a->nplugins++] = argv[++i];
+		} else {
+			return cli_usage_error(&cmd_demo,
+					       "unexpected argument \"%s\"",
+					       argv[i]);
+		}
+	}
+	return 0;
+}
+
+/* name=value for the child: the user's value, then ours after sep. */
+static char *env_with(const char *name, const char *ours, const char *sep)
+{
+	const char *theirs = getenv(name);
+	size_t n =
+		strlen(name) + strlen(ours) + (theirs ? strlen(theirs) : 0) + 4;
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, "%s=%s%s%s", name, theirs ? theirs : "",
+			 theirs && *theirs ? sep : "", ours);
+	return s;
+}
+
+/*
+ * The trace the user asked for in ALLOY_CONF, if any: the demo then reads
+ * that one instead of writing its own (the last trace: item wins, as for
+ * the library).
+ */
+static bool user_trace(char *path, size_t len)
+{
+	const char *conf = getenv("ALLOY_CONF"), *p = conf;
+	bool found = false;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+		if (n > 6 && !strncmp(p, "trace:", 6) && n - 6 < len) {
+			memcpy(path, p + 6, n - 6);
+			path[n - 6] = '\0';
+			found = true;
+		}
+		p += n + (p[n] == ',');
+	}
+	return found;
+}
+
+static int spawn_workload(const struct demo_args *a, const char *trace)
+{
+	char conf[PATH_MAX + 64], plugins[8 * PATH_MAX] = "";
+	char *argv[] = { "alloy", "demo", "--workload",
+			 a->quick ? "--quick" : NULL, NULL };
+	char **env;
+	size_t n = 0;
+	pid_t pid;
+	int st, rc;
+
+	/* Ours last: a key given twice takes its last value. */
+	snprintf(conf, sizeof(conf), "trace:%s", trace);
+	for (int i = 0; i < a->nplugins; i++)
+		snprintf(plugins + strlen(plugins),
+			 sizeof(plugins) - strlen(plugins), "%s%s",
+			 i ? ":" : "", a->plugins[i]);
+	while (environ[n])
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	n = 0;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "ALLOY_CONF=", 11) &&
+		    (!a->nplugins || strncmp(*e, "ALLOY_PLUGINS=", 14)))
+			env[n++] = *e;
+	env[n++] = env_with("ALLOY_CONF", conf, ",");
+	if (a->nplugins)
+		env[n++] = env_with("ALLOY_PLUGINS", plugins, ":");
+	fflush(stdout);
+	rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env);
+	free(env[n - 1]);
+	if (a->nplugins)
+		free(env[n - 2]);
+	free(env);
+	if (rc)
+		return -rc;
+	if (waitpid(pid, &st, 0) != pid)
+		return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* `alloy report TRACE ARGS... -o FILE`, as a user would run it. */
+static int render(const char *trace, const char *format, const char *file)
+{
+	char *argv[] = { "report", (char *)trace, "--format", (char *)format,
+			 "-o",	   (char *)file,  NULL };
+
+	return cmd_report.run(6, argv);
 }
 
 static int run_demo(int argc, char **argv)
 {
-	struct alloy_workspace *ws = NULL;
-	const char *swap = NULL;
-	bool reporting;
-	char **names;
-	long nnames;
-	int rc = 0;
+	struct demo_args a = { .out = "alloy-demo" };
+	char trace[PATH_MAX], html[PATH_MAX], svg[PATH_MAX];
+	bool child = false;
+	int rc = parse(argc, argv, &a, &child);
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--swap") && i + 1 < argc)
-			swap = argv[++i];
-		else
-			return cli_usage_error(&cmd_demo,
-					       "unexpected argument \"%s\"",
-					       argv[i]);
+	if (rc)
+		return rc;
+	if (child)
+		return workload(a.quick);
+	if (mkdir(a.out, 0777) && errno != EEXIST) {
+		fprintf(stderr, "alloy demo: cannot make %s: %s\n", a.out,
+			strerror(errno));
+		return EXIT_PROBLEM;
 	}
-	alloy_init();
-	reporting = alloy_reporter_enabled() || alloy_reporter_enable() == 0;
-	printf("alloy demo: CPU allocations served by \"%s\"\n",
-	       alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)));
-
-	ws = alloy_workspace_new();
-	if (!ws || (rc = setup(ws)))
-		goto out_error;
-	for (int it = 0; it < NITER; it++) {
-		if (swap && it == NITER / 2) {
-			rc = alloy_set_default_by_name(ALLOY_DEVICE_CPU, swap);
-			if (rc)
-				goto out_error;
-			printf("  -- CPU default swapped to \"%s\"; tensors made before keep their allocator\n",
-			       swap);
-		}
-		rc = iteration(ws, it);
-		if (rc)
-			goto out_error;
+	if (!user_trace(trace, sizeof(trace)))
+		snprintf(trace, sizeof(trace), "%s/trace.alloy", a.out);
+	snprintf(html, sizeof(html), "%s/timeline.html", a.out);
+	snprintf(svg, sizeof(svg), "%s/timeline.svg", a.out);
+	rc = spawn_workload(&a, trace);
+	if (rc) {
+		fprintf(stderr, "alloy demo: the workload failed (%s)\n",
+			strerror(-rc));
+		return EXIT_PROBLEM;
 	}
-	nnames = alloy_workspace_list(ws, &names);
-	if (nnames > 0) {
-		printf("workspace: %ld blobs:", nnames);
-		for (long i = 0; i < nnames; i++)
-			printf(" %s", names[i]);
-		printf("\n");
-		free(names);
-	}
-	alloy_workspace_free(ws);
-
-	printf("summary after freeing the workspace:\n");
-	alloy_foreach_allocator(stats_line, NULL);
-	if (reporting)
-		alloy_reporter_print(to_stdout, NULL, ALLOY_REPORT_TEXT, false);
+	if (render(trace, "html", html) || render(trace, "svg", svg))
+		return EXIT_PROBLEM;
+	printf("\nWritten:\n"
+	       "  %-28s every allocation and free (alloy report, alloy replay read it)\n"
+	       "  %-28s live bytes per allocator over the run, the swaps and the peak\n"
+	       "  %-28s the same picture, static\n"
+	       "Open first: %s\n",
+	       trace, html, svg, html);
 	return 0;
-
-out_error:
-	fprintf(stderr, "alloy demo: %s\n", alloy_last_error());
-	alloy_workspace_free(ws);
-	return EXIT_PROBLEM;
 }
 
 const struct cli_command cmd_demo = {
 	.name = "demo",
 	.summary =
-		"run a Caffe2-like tensor workload and print what each allocator served",
+		"a tour: one training loop on every allocator, swapped live, traced and pictured",
 	.usage =
-		"usage: alloy demo [--swap NAME]\n"
+		"usage: alloy demo [--quick] [--out DIR] [--plugin PATH]...\n"
 		"\n"
-		"Runs a tiny net on the tensor layer: a workspace of blobs through\n"
-		"fill, FC, ReLU, mask and loss-history operators over batches of\n"
-		"changing size (resize, extend, shrink, share, copy, type changes),\n"
-		"with the allocators ALLOY_CONF selects, then prints the reporter's\n"
-		"summary per allocator.\n"
+		"Trains a small MLP on the tensor layer (a Workspace of named blobs,\n"
+		"batches of changing size) on every CPU allocator there is -- default,\n"
+		"the jemalloc and mimalloc modules, plugins -- swapping the CPU default\n"
+		"while it runs, and prints them side by side: time per step, peak live\n"
+		"bytes, peak reserved bytes, allocations.  Then the same loop on the\n"
+		"simulated GPU through the caching and pinned-host allocators.  The run\n"
+		"is traced; the trace and the timeline are written to DIR.\n"
 		"\n"
-		"  --swap NAME   make NAME the CPU default halfway through\n",
+		"  --quick        a few steps per allocator (tests)\n"
+		"  --out DIR      where the files go (default ./alloy-demo)\n"
+		"  --plugin PATH  load an allocator plugin and add it to the comparison\n"
+		"                 (as ALLOY_PLUGINS does)\n",
 	.run = run_demo,
 };

@@ -30,7 +30,19 @@ extern "C" {
 #endif
 
 #define ALLOY_ABI_MAJOR 1
-#define ALLOY_ABI_MINOR 0
+/*
+ * Minor versions: 1 appended memset_bytes to struct alloy_context_ops.
+ * Members are only ever appended within a major (docs/PLUGINS.md).
+ */
+#define ALLOY_ABI_MINOR 1
+
+/*
+ * The largest struct_size accepted in an ABI header (allocator ops, plugin
+ * descriptor).  Newer minors append members, but no version will come
+ * near 4 KiB: a larger value is a corrupt or uninitialised struct, and is
+ * refused rather than trusted.
+ */
+#define ALLOY_ABI_STRUCT_SIZE_MAX 4096
 
 /* Longest allocator name, without the terminating NUL. */
 #define ALLOY_NAME_MAX 47
@@ -61,6 +73,15 @@ struct alloy_allocator_stats {
 };
 #define ALLOY_STATS_VERSION 1
 
+/*
+ * A struct alloy_allocator_stats with its header filled, ready to pass:
+ * struct alloy_allocator_stats st = ALLOY_ALLOCATOR_STATS_INIT;
+ */
+#define ALLOY_ALLOCATOR_STATS_INIT                            \
+	((struct alloy_allocator_stats){                      \
+		.size = sizeof(struct alloy_allocator_stats), \
+		.version = ALLOY_STATS_VERSION })
+
 struct alloy_allocator_ops {
 	/* ABI header: always first, never reordered. */
 	uint16_t abi_major;   /* ALLOY_ABI_MAJOR the provider was built for */
@@ -70,14 +91,27 @@ struct alloy_allocator_ops {
 	const char *name; /* unique, [A-Za-z0-9_], at most ALLOY_NAME_MAX */
 	int device_type;  /* enum alloy_device_type it serves */
 
-	/* Required.  align is a power of two >= sizeof(void *). */
+	/*
+	 * Required.  0 < size <= 2^62; align is a power of two,
+	 * sizeof(void *) .. ALLOY_ALIGN_MAX, so size + align never passes
+	 * PTRDIFF_MAX.  With ALLOY_ALLOC_ZERO in
+	 * flags the block must read as zeroes: alloy does not clear it.
+	 * Every op may be called from any thread at any time, concurrently:
+	 * they must be thread-safe (docs/PLUGINS.md).  NULL on failure,
+	 * saying why with alloy_plugin_error().
+	 */
 	void *(*alloc)(void *ctx, size_t size, size_t align, unsigned flags);
 	/* Required.  size and align are those given to alloc. */
 	void (*free)(void *ctx, void *ptr, size_t size, size_t align);
 
-	/* Optional: called once at registration; non-zero refuses it. */
+	/*
+	 * Optional: called once at registration; non-zero refuses it.  It
+	 * runs outside the registry's lock and may call alloy's API (find
+	 * or allocate from another allocator, for one); the allocator
+	 * itself is not findable until it returns 0.
+	 */
 	int (*init)(void *ctx);
-	/* Optional: called once when unregistered. */
+	/* Optional: called once when unregistered, outside the lock too. */
 	void (*fini)(void *ctx);
 	/* Optional: resize keeping the first min(old, new) bytes. */
 	void *(*realloc)(void *ctx, void *ptr, size_t old_size, size_t new_size,

@@ -46,8 +46,10 @@ const void *alloy_blob_get(const struct alloy_blob *b,
 
 /*
  * The object for writing: when the blob holds a t it is returned as is;
- * otherwise the old object is destroyed and a default t made
- * (alloy_type_new_object).  *is_new (may be NULL) says which happened.
+ * otherwise a default t is made (alloy_type_new_object) and only then is
+ * the old object destroyed.  *is_new (may be NULL) says which happened.
+ * On failure (NULL: out of memory, or t's constructor failed) the blob
+ * keeps its old contents, type and object, untouched.
  */
 void *alloy_blob_get_mutable(struct alloy_blob *b,
 			     const struct alloy_type_meta *t, bool *is_new);

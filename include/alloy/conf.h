@@ -5,6 +5,11 @@
  * ALLOY_CONF="cpu:jemalloc,align:64,report:stderr" is read once, on first
  * use of the library.  Bad parts are reported on stderr, one line each,
  * naming the part and what is used instead; the rest still applies.
+ * Blanks around items, keys and values are ignored ("align : 64" is
+ * "align:64"); an item holding a control byte is refused, and bytes
+ * outside printable ASCII are shown as \xNN in messages.  A string longer
+ * than ALLOY_CONF_MAX_LENGTH is refused whole (one error; every key keeps
+ * its default).
  *
  * Value types: sizes take an optional K/M/G or KiB/MiB/GiB suffix (powers
  * of 1024); booleans take 1/0, true/false, yes/no, on/off.
@@ -19,6 +24,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The longest ALLOY_CONF honoured, in bytes. */
+#define ALLOY_CONF_MAX_LENGTH 4095
 
 /*
  * Make sure the library is initialised: ALLOY_CONF and ALLOY_PLUGINS are
@@ -56,7 +64,10 @@ void alloy_conf_foreach_option(void (*fn)(const char *allocator,
 					  void *arg),
 			       void *arg);
 
-/* Parse helpers shared by every key; 0 or -EINVAL / -ERANGE. */
+/*
+ * Parse helpers shared by every key; 0, or -EINVAL (not a size/boolean,
+ * or s or out NULL) / -ERANGE (beyond 64 bits) with the message set.
+ */
 int alloy_parse_size(const char *s, uint64_t *out);
 int alloy_parse_bool(const char *s, bool *out);
 

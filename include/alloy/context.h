@@ -38,6 +38,15 @@ struct alloy_context_ops {
 			  struct alloy_device dst_dev, void *stream);
 	/* Optional: wait for the device's outstanding work. */
 	int (*synchronize)(void *ctx, struct alloy_device dev);
+	/*
+	 * Optional, appended after the first release (a provider whose
+	 * struct_size ends before it has none): set n bytes at ptr on dev to
+	 * byte, stream NULL meaning synchronous.  When absent, alloy_memset
+	 * uses memset for host memory (cpu, cuda_host) and fails with
+	 * -ENOTSUP for any other.
+	 */
+	int (*memset_bytes)(void *ctx, struct alloy_device dev, void *ptr,
+			    int byte, size_t n, void *stream);
 };
 
 /* Register the context of a device type; -EEXIST if it has one. */
@@ -66,6 +75,16 @@ int alloy_copy_bytes(size_t nbytes, const void *src,
 int alloy_copy_bytes_async(size_t nbytes, const void *src,
 			   struct alloy_device src_dev, void *dst,
 			   struct alloy_device dst_dev, void *stream);
+
+/*
+ * Set n bytes at ptr on dev to byte (the low 8 bits), through dev's
+ * context (CUDA: a device memset), and return when it is done.  Host
+ * memory without a context, or whose context has no memset_bytes, is set
+ * with memset.  0, -EINVAL (ptr NULL with n > 0, unknown device type),
+ * -ENOTSUP (a device context without memset_bytes), or the context's
+ * error.  n 0 does nothing.
+ */
+int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n);
 
 /* Wait for a device's outstanding work (no-op for the CPU). */
 int alloy_context_synchronize(struct alloy_device dev);

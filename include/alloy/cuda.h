@@ -91,13 +91,31 @@ struct alloy_cuda_stats {
 };
 #define ALLOY_CUDA_STATS_VERSION 1
 
+/* A struct alloy_cuda_stats with its header filled, ready to pass. */
+#define ALLOY_CUDA_STATS_INIT                                                \
+	((struct alloy_cuda_stats){ .size = sizeof(struct alloy_cuda_stats), \
+				    .version = ALLOY_CUDA_STATS_VERSION })
+
 /*
  * Fill *st for one device of a caching allocator (cuda_caching or
- * cuda_caching_sim).  Set st->size and st->version first.  -EINVAL when
+ * cuda_caching_sim).  Set st->size and st->version first (start from
+ * ALLOY_CUDA_STATS_INIT).  -EINVAL when
  * a is not a caching allocator.
  */
 int alloy_cuda_caching_stats(struct alloy_allocator *a, int device,
 			     struct alloy_cuda_stats *st);
+
+/*
+ * Cap what a caching allocator may reserve on each device at fraction
+ * (0, 1] of the device's memory, from now on (PyTorch's
+ * set_per_process_memory_fraction; the option
+ * cuda_caching.memory_fraction does the same from ALLOY_CONF).  Segments
+ * already reserved stay; an allocation that would pass the cap fails with
+ * -ENOMEM and a message naming the cap.  -EINVAL when a is not a caching
+ * allocator, -ERANGE for a fraction outside (0, 1].
+ */
+int alloy_cuda_caching_set_memory_fraction(struct alloy_allocator *a,
+					   double fraction);
 
 /* Set every peak to its current value (PyTorch reset_peak_memory_stats). */
 int alloy_cuda_caching_reset_peaks(struct alloy_allocator *a, int device);

@@ -75,8 +75,10 @@ const struct alloy_plugin_descriptor *alloy_module_entry(void);
  * that tells the failures apart: file missing (-ENOENT), not a shared
  * object or refused by the dynamic loader, e.g. an undefined symbol or a
  * library needing static TLS (-ENOEXEC), no entry symbol (-ENOSYS), ABI
- * mismatch or struct too small (-EPROTO), required op missing (-EINVAL),
- * duplicate allocator name (-EEXIST), init failed (its code).  Nothing of a
+ * mismatch or struct_size too small or above ALLOY_ABI_STRUCT_SIZE_MAX
+ * (-EPROTO), required op missing (-EINVAL), duplicate allocator name
+ * (-EEXIST), init failed (its code), a file anyone could replace in a
+ * setuid program (-EPERM; elsewhere a warning on stderr).  Nothing of a
  * refused plugin stays registered.  Loading a path already loaded is -EEXIST.
  */
 int alloy_plugin_load(const char *path);
@@ -84,7 +86,10 @@ int alloy_plugin_load(const char *path);
 /*
  * Unload a plugin loaded from path: unregisters its allocators and
  * dlcloses it.  -EBUSY (and nothing changes) while any of its allocators
- * has live blocks or is a default.
+ * has live blocks or is a default.  An allocation racing with the unload
+ * either is counted first (then -EBUSY: that allocator stays registered,
+ * the object mapped) or fails with -ENODEV (then the unload succeeds);
+ * docs/PLUGINS.md.
  */
 int alloy_plugin_unload(const char *path);
 

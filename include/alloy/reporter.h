@@ -63,6 +63,12 @@ struct alloy_reporter_snapshot {
 };
 #define ALLOY_REPORTER_SNAPSHOT_VERSION 1
 
+/* A snapshot with its header filled, ready to pass. */
+#define ALLOY_REPORTER_SNAPSHOT_INIT                            \
+	((struct alloy_reporter_snapshot){                      \
+		.size = sizeof(struct alloy_reporter_snapshot), \
+		.version = ALLOY_REPORTER_SNAPSHOT_VERSION })
+
 /*
  * Start recording.  Blocks made before stay unknown to the reporter and
  * their frees are not counted.  Returns 0 or a negative errno.

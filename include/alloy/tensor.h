@@ -152,6 +152,43 @@ const void *alloy_tensor_data(const struct alloy_tensor *t,
 void *alloy_tensor_raw_mutable_data(struct alloy_tensor *t,
 				    const struct alloy_type_meta *dtype);
 
+/* ---- element type and elements ---------------------------------- */
+
+/*
+ * Set the type of t's elements in place.  The type lives in the storage,
+ * so a storage shared with other tensors is refused (-EBUSY): they would
+ * see their elements change type; clone or alias first.  Without a buffer
+ * only the type changes (raw_mutable_data then allocates, constructing
+ * non-POD elements).  With one, its bytes are reinterpreted: both types
+ * must be POD (-EINVAL otherwise) and the buffer large enough for numel
+ * elements of dtype (-EINVAL otherwise).  -EOVERFLOW when numel elements
+ * of dtype do not fit in memory.  Unchanged on failure.
+ */
+int alloy_tensor_set_dtype(struct alloy_tensor *t,
+			   const struct alloy_type_meta *dtype);
+
+/*
+ * String elements (type "string") without their char *: set copies s
+ * (NULL and "" both store the empty string), making the buffer if the
+ * tensor has none yet; get returns the element, "" for an empty one,
+ * valid until the element is set again or the buffer released.  -EINVAL
+ * (set) / NULL (get) with a message when t does not hold strings or (get)
+ * has no buffer, -ERANGE / NULL for i outside 0..numel-1, -ENOMEM (the
+ * element keeps its value).
+ */
+int alloy_tensor_string_set(struct alloy_tensor *t, int64_t i, const char *s);
+const char *alloy_tensor_string_get(const struct alloy_tensor *t, int64_t i);
+
+/*
+ * t's buffer is also used by work queued on stream (a CUDA stream): its
+ * memory is not handed out again before that work is done.  The
+ * tensor-level form of alloy_cuda_record_stream on its storage's DataPtr.
+ * 0 when t has no buffer yet; -ENOTSUP when the allocator that made the
+ * buffer is not stream-aware (any CPU allocator), -EINVAL for memory
+ * alloy did not allocate (share_external_pointer).
+ */
+int alloy_tensor_record_stream(const struct alloy_tensor *t, void *stream);
+
 /* ---- accessors ---------------------------------------------------- */
 
 int alloy_tensor_ndim(const struct alloy_tensor *t);
