@@ -3,12 +3,13 @@
 # Does nothing when everything is already there.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
-      libjemalloc-dev libmimalloc-dev python3)
+      libjemalloc-dev libmimalloc-dev python3
+      git python3-numpy) # real programs under `alloy run` (tests/test_run.sh)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
 # --timeline: headless Chromium, for scripts/check-timeline.sh only.
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang valgrind) ;;
+	--ci) pkgs+=(clang valgrind python3-pytest) ;; # + NumPy's own tests
 	--timeline) pkgs+=(chromium) ;;
 	*) echo "deps: unknown option $arg" >&2; exit 2 ;;
 	esac

@@ -86,7 +86,9 @@ static int conf_add(char *cfg, size_t len, const char *key, const char *value)
 	n = snprintf(cfg + at, len - at, "%s%s%s%s", at ? "," : "",
 		     key ? key : "", key ? ":" : "", value);
 	if (n < 0 || (size_t)n >= len - at) {
-		fprintf(stderr, "alloy run: the configuration is too long\n");
+		fprintf(stderr,
+			"alloy run: the configuration is longer than ALLOY_CONF allows (%d bytes)\n",
+			ALLOY_CONF_MAX_LENGTH);
 		return -1;
 	}
 	return 0;
@@ -123,7 +125,7 @@ static int init_quietly(void)
 static int set_conf(const struct run_opts *o, const char *prog)
 {
 	const char *env = getenv("ALLOY_CONF");
-	char cfg[4096] = "";
+	char cfg[ALLOY_CONF_MAX_LENGTH + 1] = "";
 	int nerr;
 
 	if ((env && *env && conf_add(cfg, sizeof(cfg), NULL, env)) ||
