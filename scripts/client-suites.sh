@@ -16,7 +16,7 @@
 # matches, 1 when one differs, 77 when NumPy or pytest is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-top=$PWD
+repo=$PWD
 build=build
 ci=no
 backends="default jemalloc mimalloc debug"
@@ -29,9 +29,11 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $build in /*) ;; *) build=$top/$build ;; esac
+case $build in /*) ;; *) build=$repo/$build ;; esac
 alloy=$build/alloy
 py=/usr/bin/python3
+# report_allocs, as the tests read a report.
+ALLOY=$alloy . "$repo/tests/fronttest.sh"
 if [ ! -x "$alloy" ]; then
 	echo "client-suites: no alloy command in $build (build first)" >&2
 	exit 2
@@ -86,9 +88,6 @@ run_suite() { # name prefix...
 	echo $((SECONDS - t0)) >"$work/$name.secs"
 }
 
-report_allocs() { # report backend
-	awk -v n="$2" '$1 == n && $2 == "cpu:0" { print $6; exit }' "$1" 2>/dev/null
-}
 
 slice=full
 [ "$ci" = yes ] && slice="CI slice"
