@@ -50,6 +50,13 @@ LAYERS = [
      ("tools", "the alloy command")],
 ]
 
+# Names of the C library that a folder defines in libc's place (the
+# LD_PRELOAD front's malloc family): a call to one of them is a call into
+# libc, which every folder may make, not into that folder.
+LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
+              "posix_memalign", "aligned_alloc", "memalign", "valloc",
+              "pvalloc", "malloc_usable_size"}
+
 LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}
 ROLE = {f: role for line in LAYERS for f, role in line}
 SRC_EXT = (".c", ".h", ".cc", ".cpp")
@@ -138,7 +145,7 @@ def call_edges(build, top):
     for obj, (f, src) in objs.items():
         p = os.path.join(build, obj)
         for sym, kind in nm(p, ["--defined-only", "-g"]):
-            if kind in "TDBRVWtdbr":
+            if kind in "TDBRVWtdbr" and sym not in LIBC_NAMES:
                 defined.setdefault(sym, set()).add((f, src))
         undefined[obj] = [s for s, _ in nm(p, ["--undefined-only"])]
     edges = []

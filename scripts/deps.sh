@@ -3,14 +3,15 @@
 # Does nothing when everything is already there.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
-      libjemalloc-dev libmimalloc-dev libunwind-dev binutils python3)
+      libjemalloc-dev libmimalloc-dev libunwind-dev binutils python3
+      git python3-numpy) # real programs under `alloy run` (tests/test_run.sh)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
 # --timeline: headless Chromium, for scripts/check-timeline.sh only.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang valgrind) ;;
+	--ci) pkgs+=(clang valgrind python3-pytest) ;; # + NumPy's own tests
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;
 	*) echo "deps: unknown option $arg" >&2; exit 2 ;;

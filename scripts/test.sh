@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, second command: install what is missing, build, run the whole
-# test suite (make check).  With --ci it also repeats the suite in an
-# ASan+UBSan build, then runs scripts/reliability.sh (threaded suites under
+# test suite (make check).  With --ci it also runs a slice of NumPy's
+# tests under `alloy run`, repeats the suite in an ASan+UBSan build, then runs scripts/reliability.sh (threaded suites under
 # TSan, a subset under valgrind, a short fuzzing run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,9 @@ run_suite() { # builddir configure-args...
 
 run_suite build
 if [ "$ci" = yes ]; then
+	# A slice of NumPy's tests under alloy run on each backend (issue 11).
+	echo "=== NumPy's tests under alloy run (scripts/client-suites.sh --ci)"
+	bash scripts/client-suites.sh --ci
 	echo "=== again under ASan+UBSan"
 	run_suite build-asan --enable-sanitizers
 	# TSan on the threaded suites, valgrind, bounded fuzzing (issue 7).

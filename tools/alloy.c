@@ -10,7 +10,8 @@
 #include "cli.h"
 
 static const struct cli_command *const commands[] = {
-	&cmd_list, &cmd_conf, &cmd_demo, &cmd_bench, &cmd_report, &cmd_replay,
+	&cmd_list,   &cmd_conf,	  &cmd_demo, &cmd_bench,
+	&cmd_report, &cmd_replay, &cmd_run,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

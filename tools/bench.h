@@ -201,5 +201,6 @@ extern const struct bench bench_c10;
 extern const struct bench bench_tensor;
 extern const struct bench bench_cuda;
 extern const struct bench bench_profiler;
+extern const struct bench bench_front;
 
 #endif /* ALLOY_TOOLS_BENCH_H */

@@ -30,6 +30,7 @@ extern const struct cli_command cmd_demo;
 extern const struct cli_command cmd_bench;
 extern const struct cli_command cmd_report;
 extern const struct cli_command cmd_replay;
+extern const struct cli_command cmd_run;
 
 /* True if argv has --help or -h; the command then prints its usage. */
 bool cli_wants_help(int argc, char **argv);

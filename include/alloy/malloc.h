@@ -99,6 +99,14 @@ struct alloy_allocator *alloy_plain_allocator(const void *ptr);
 /* How many frees of pointers alloy did not make (or freed twice) it saw. */
 unsigned long long alloy_plain_bad_frees(void);
 
+/*
+ * Bytes of alloy's own memory (per-thread records, tables), which comes
+ * from mmap and never from malloc: mapped from the kernel, and handed out
+ * now.  Either pointer may be NULL.  For tests and tools: a record given
+ * back at a thread's exit shows as in_use going down.
+ */
+void alloy_own_memory(size_t *mapped, size_t *in_use);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preload/front.h - what the front's entry points (malloc.c) and its
+ * start-up (init.c) share: whether a call may go to alloy.
+ *
+ * A call goes to alloy's plain-pointer API only once the constructor has
+ * initialised alloy (front_ready), and only when this thread is not
+ * already inside alloy (front_depth, a per-thread count raised around
+ * every call into alloy).  Every other call is served by the bootstrap
+ * allocator (boot.h): before the constructor, while alloy initialises,
+ * and when alloy's own code (a backend, the debug wrapper, dlopen of a
+ * module) calls malloc.
+ */
+#ifndef ALLOY_PRELOAD_FRONT_H
+#define ALLOY_PRELOAD_FRONT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "preload/boot.h"
+
+#define front_likely(x)	  __builtin_expect(!!(x), 1)
+#define front_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Initial-exec: the front is loaded at start, and this is on every call. */
+extern FRONT_HIDDEN __thread unsigned alloy__front_depth
+	__attribute__((tls_model("initial-exec")));
+extern FRONT_HIDDEN atomic_bool alloy__front_ready;
+/* free() checks ownership itself and names bad pointers (debug wrapper). */
+extern FRONT_HIDDEN bool alloy__front_strict;
+
+/* Whether this call may go to alloy. */
+static inline bool alloy__front_serves(void)
+{
+	return front_likely(atomic_load_explicit(&alloy__front_ready,
+						 memory_order_relaxed)) &&
+	       front_likely(alloy__front_depth == 0);
+}
+
+/* Report a pointer that free/realloc was given and alloy did not make. */
+FRONT_HIDDEN void alloy__front_bad_pointer(const char *func, const void *p);
+
+#endif /* ALLOY_PRELOAD_FRONT_H */

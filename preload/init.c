@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+/*
+ * preload/init.c - the front's start and exit: alloy initialised from the
+ * constructor, the bootstrap allocator across fork(), pointers alloy did
+ * not make, and the exit report of a program that closed stderr.
+ *
+ * alloy is initialised here, before main() and in no caller's critical
+ * section: the first malloc of a program may come from inside a lock of
+ * glibc's (setlocale holds the locale lock while it allocates), and
+ * loading a module from there (dlopen takes the loader's lock, jemalloc
+ * initialises) can deadlock or fail.  One block is allocated and freed
+ * through the default before the front opens, so that the backend's own
+ * first-use work happens here too.
+ */
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <alloy/alloy.h>
+
+#include "preload/front.h"
+
+__thread unsigned alloy__front_depth;
+atomic_bool alloy__front_ready;
+bool alloy__front_strict;
+
+/* Bad pointers named one by one in strict mode, then only counted. */
+#define BAD_SHOWN  16
+#define BAD_FRAMES 12
+/* Where the saved copies of stdout and stderr go: out of the way. */
+#define SAVED_FD_MIN 900
+
+static _Atomic unsigned long long bad_pointers;
+static int saved_fd = -1;    /* a copy of the report's stream's fd */
+static FILE **report_stream; /* &stderr or &stdout, when reporting there */
+
+void alloy__front_bad_pointer(const char *func, const void *p)
+{
+	unsigned long long n = atomic_fetch_add(&bad_pointers, 1);
+	void *frames[BAD_FRAMES];
+	int nframes;
+
+	if (n >= BAD_SHOWN)
+		return;
+	alloy__front_depth++; /* backtrace() may load libgcc_s */
+	fprintf(stderr,
+		"alloy: %s(%p): not a block from malloc: the program did not get this pointer from malloc, calloc, realloc or memalign, or freed it already; ignored%s\n",
+		func, p, n + 1 == BAD_SHOWN ? " (later ones are counted)" : "");
+	nframes = backtrace(frames, BAD_FRAMES);
+	fprintf(stderr, "  called from:\n");
+	fflush(stderr);
+	/* Skip this function; _fd: the symbols without malloc. */
+	if (nframes > 1)
+		backtrace_symbols_fd(frames + 1, nframes - 1, fileno(stderr));
+	alloy__front_depth--;
+}
+
+/* Whether the stream is closed (fclose'd, or its descriptor closed). */
+static bool stream_closed(FILE *f)
+{
+	int fd = fileno(f);
+
+	return fd < 0 || fcntl(fd, F_GETFD) < 0;
+}
+
+static void at_exit(void)
+{
+	unsigned long long bad =
+		atomic_load(&bad_pointers) + alloy_plain_bad_frees();
+
+	if (report_stream && saved_fd >= 0 && stream_closed(*report_stream)) {
+		/* The reporter writes after this handler (atexit: LIFO). */
+		FILE *f = fdopen(saved_fd, "w");
+
+		if (f) {
+			*report_stream = f;
+			saved_fd = -1;
+		}
+	}
+	if (bad)
+		fprintf(report_stream ? *report_stream : stderr,
+			"alloy: %llu free or realloc calls were given pointers alloy did not make, or freed already; they were ignored%s\n",
+			bad,
+			alloy__front_strict
+				? ""
+				: " (ALLOY_CONF=cpu:debug names each)");
+}
+
+/*
+ * A program may close stderr before exit handlers run (ls does); keep a
+ * copy of the stream the report goes to, out of the program's way and
+ * closed on exec.
+ */
+static void keep_report_stream(void)
+{
+	const char *where = alloy_conf_get("report");
+	int fd;
+
+	if (!where)
+		return;
+	if (!strcmp(where, "stderr"))
+		report_stream = &stderr;
+	else if (!strcmp(where, "stdout"))
+		report_stream = &stdout;
+	else
+		return;
+	fd = fileno(*report_stream);
+	saved_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, SAVED_FD_MIN);
+	if (saved_fd < 0 && fd >= 0)
+		saved_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* The CPU default is the debug wrapper: name every bad pointer. */
+static bool debugging(void)
+{
+	struct alloy_allocator *a = alloy_get_default(ALLOY_DEVICE_CPU);
+
+	return a && !strcmp(alloy_allocator_name(a), "debug");
+}
+
+__attribute__((constructor)) static void front_start(void)
+{
+	void *warm;
+
+	/*
+	 * Registered before alloy registers its own handlers, so that the
+	 * bootstrap lock is taken last before fork: alloy's code may
+	 * allocate from it while holding one of its locks.
+	 */
+	pthread_atfork(alloy__boot_fork_prepare, alloy__boot_fork_parent,
+		       alloy__boot_fork_child);
+	alloy__front_depth++;
+	alloy_init();
+	warm = alloy_malloc(1);
+	alloy_free(warm);
+	alloy__front_strict = debugging();
+	keep_report_stream();
+	/* After the reporter's handler, so that this one runs before it. */
+	atexit(at_exit);
+	alloy__front_depth--;
+	atomic_store_explicit(&alloy__front_ready, true, memory_order_release);
+}

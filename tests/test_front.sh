@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/test_front.sh - the LD_PRELOAD front and `alloy run`: the malloc
+# family's contract with glibc and under the front on every backend,
+# blocks made before the front was ready, pointers malloc never made,
+# threads that come and go, locales, a program that closes stderr, and
+# the command's bad input.
+set -u
+out=$(mktemp) err=$(mktemp) rep=$(mktemp)
+trap 'rm -f "$out" "$err" "$rep"' EXIT
+. "$(dirname "$0")/clitest.sh"
+. "$(dirname "$0")/fronttest.sh"
+front_require
+unset ALLOY_CONF
+
+# ---- the contract: the same program, glibc's malloc and the front's
+
+rc=0
+"$tests/front_api" >"$out" 2>"$err" || rc=$?
+check "front_api holds with glibc's malloc" \
+	'[ $rc = 0 ] && grep -q "glibc, all held" "$out"'
+for b in $(front_backends); do
+	rc=0
+	under_front --conf "cpu:$b" --report "$rep" -- "$tests/front_api" || rc=$?
+	check "front_api holds under the front on $b" \
+		'[ $rc = 0 ] && grep -q "front, all held" "$out"'
+	check "the report counts front_api's blocks on $b" \
+		'[ "$(report_allocs "$rep" "$b")" -gt 10 ]'
+done
+
+# ---- pointers malloc never made
+
+rc=0
+under_front -- "$tests/front_api" bad || rc=$?
+check "bad pointers: the program goes on" \
+	'[ $rc = 0 ] && grep -q "bad pointers survived" "$out"'
+check "bad pointers: one line when it happens, a count at exit" \
+	'grep -q "not a block of alloy.s plain-pointer API" "$err" && grep -q "^alloy: 3 free or realloc calls were given pointers alloy did not make" "$err"'
+rc=0
+under_front --conf cpu:debug -- "$tests/front_api" bad || rc=$?
+check "bad pointers under debug: the program goes on" '[ $rc = 0 ]'
+check "debug names each bad free with its caller" \
+	'[ "$(grep -c "^alloy: free(0x[0-9a-f]*): not a block from malloc" "$err")" = 2 ] && grep -q "called from" "$err" && grep -q "front_api" "$err"'
+check "debug names the bad realloc" \
+	'grep -q "^alloy: realloc(0x[0-9a-f]*): not a block from malloc" "$err"'
+
+# ---- threads give their records back; fork; locales
+
+rc=0
+under_front --conf cpu:default -- "$tests/front_prog" threads 100 || rc=$?
+check "100 rounds of threads: alloy's own memory does not grow" \
+	'[ $rc = 0 ] && grep -q "100 rounds" "$out"'
+for b in $(front_backends); do
+	rc=0
+	FRONT_PROG_MODULE=
+	[ "$b" = jemalloc ] || [ "$b" = mimalloc ] && FRONT_PROG_MODULE=alloy_$b.so
+	export FRONT_PROG_MODULE
+	timeout 120 "$ALLOY" run --conf "cpu:$b" -- "$tests/front_prog" locale \
+		>"$out" 2>"$err" || rc=$?
+	check "locales from 4 threads on $b, alloy ready before main" \
+		'[ $rc = 0 ] && grep -q "locales: ok" "$out"'
+done
+unset FRONT_PROG_MODULE
+
+# ---- the exit report of a program that closed stderr (ls does)
+
+rc=0
+under_front --report stderr -- ls / || rc=$?
+check "ls closes stderr, the report still comes" \
+	'[ $rc = 0 ] && grep -q "^alloy reporter" "$err" && [ "$(report_allocs "$err" default)" -gt 0 ]'
+
+# ---- bad input to alloy run
+
+rc=$(run run)
+check "no program: usage error, exit 2" \
+	'[ "$rc" = 2 ] && grep -q "no program to run" "$err"'
+rc=$(run run --)
+check "-- and nothing: exit 2" '[ "$rc" = 2 ]'
+rc=$(run run -- /nonexistent/prog)
+check "a program that does not exist: one line, exit 127" \
+	'[ "$rc" = 127 ] && [ "$(wc -l <"$err")" = 1 ] && grep -q "/nonexistent/prog: command not found" "$err"'
+rc=$(run run -- no-such-program-anywhere)
+check "a name not on PATH: exit 127" '[ "$rc" = 127 ]'
+chmod 644 "$rep"
+rc=$(run run -- "$rep")
+check "a file that cannot be run: exit 126" '[ "$rc" = 126 ]'
+rc=$(run run --conf cpu:nosuch -- true)
+check "a bad --conf: one clear line, exit 2, the program not run" \
+	'[ "$rc" = 2 ] && [ "$(wc -l <"$err")" = 1 ] && grep -q "nosuch" "$err" && grep -q "not running true" "$err"'
+rc=$(run run --conf align:3 -- true)
+check "a bad value in --conf: exit 2" '[ "$rc" = 2 ] && grep -q "align:3" "$err"'
+rc=$(run run --report a,b -- true)
+check "a report path with a comma: exit 2" '[ "$rc" = 2 ] && grep -q comma "$err"'
+rc=$(run run --bogus -- true)
+check "an unknown option: exit 2" '[ "$rc" = 2 ] && grep -q -- --bogus "$err"'
+rc=$(run run --conf)
+check "an option without its value: exit 2" '[ "$rc" = 2 ]'
+rc=$(run run -- sh -c 'exit 5')
+check "the program's exit status is alloy run's" '[ "$rc" = 5 ]'
+rc=$(run run -- sh -c 'echo "$LD_PRELOAD"')
+check "the front is first in LD_PRELOAD" 'grep -q "liballoy_preload.so" "$out"'
+
+clitest_done front

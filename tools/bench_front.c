@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/bench_front.c - `alloy bench front`: what the LD_PRELOAD front
+ * costs a real program, and the plain-pointer pair against the DataPtr
+ * pair.
+ *
+ * The workload is CPython (Debian's /usr/bin/python3) encoding and
+ * decoding a JSON document of 12,000 small records a number of times,
+ * with PYTHONMALLOC=malloc so that every object Python makes is a malloc
+ * and a free: some 2 million pairs a round, of 16 bytes to a few KiB, the
+ * most malloc-bound program one can have that still does real work.  Four
+ * ways of running it, in the same run, the order rotating each round:
+ *
+ *   python3                                  glibc's malloc, no front
+ *   alloy run -- python3                     the front on "default"
+ *   LD_PRELOAD=libjemalloc.so.2 python3      jemalloc as the malloc
+ *   alloy run --conf cpu:jemalloc -- python3 the front on "jemalloc"
+ *
+ * Each round's figure is the child's CPU time (user + system, from
+ * wait4), which other processes' load moves less than the wall clock;
+ * throughput is its inverse, and the ratios are of medians.  Unless
+ * --quick, each way is also run once under callgrind
+ * (--trace-children=yes: `alloy run` and what it execs) for instructions,
+ * which machine noise does not move.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <alloy/alloy.h>
+
+#include "bench.h"
+
+#define GROUP	 "front"
+#define PYTHON	 "/usr/bin/python3"
+#define ROUNDS	 7
+#define NWAYS	 4
+#define PAIR_LEN 64
+
+/* The document, then N rounds of dumps + loads + a re-sort. */
+static const char workload_py[] =
+	"import json, sys\n"
+	"doc = {'k%d' % i: [{'id': j, 'name': 'item-%d-%d' % (i, j),\n"
+	"                   'tags': ['a', 'b', str(j)], 'v': j * 0.5}\n"
+	"                  for j in range(40)] for i in range(300)}\n"
+	"for _ in range(int(sys.argv[1])):\n"
+	"    s = json.dumps(doc)\n"
+	"    d = json.loads(s)\n"
+	"    doc = {k: sorted(v, key=lambda x: -x['id']) for k, v in d.items()}\n"
+	"print(len(s))\n";
+
+enum way { NO_FRONT, FRONT, JEMALLOC, FRONT_JEMALLOC };
+
+static const char *const way_name[NWAYS] = {
+	[NO_FRONT] = "python3 (glibc malloc)",
+	[FRONT] = "alloy run (default)",
+	[JEMALLOC] = "LD_PRELOAD=libjemalloc.so.2",
+	[FRONT_JEMALLOC] = "alloy run --conf cpu:jemalloc",
+};
+
+/* argv for one way: [prefix...] python3 -c WORK N. */
+static int way_argv(enum way w, const char *self, const char *reps,
+		    const char **argv)
+{
+	int n = 0;
+
+	if (w == FRONT || w == FRONT_JEMALLOC) {
+		argv[n++] = self;
+		argv[n++] = "run";
+		if (w == FRONT_JEMALLOC) {
+			argv[n++] = "--conf";
+			argv[n++] = "cpu:jemalloc";
+		}
+		argv[n++] = "--";
+	}
+	argv[n++] = PYTHON;
+	argv[n++] = "-c";
+	argv[n++] = workload_py;
+	argv[n++] = reps;
+	argv[n] = NULL;
+	return n;
+}
+
+/*
+ * Run argv (after an optional callgrind prefix) with the way's
+ * environment, output to /dev/null (or log for callgrind's);
+ * CPU seconds, or -1 when it failed.
+ */
+static double run_way(enum way w, const char *const *argv, const char *log)
+{
+	struct rusage ru;
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		int err = log ? open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600)
+			      : null;
+
+		if (null < 0 || err < 0 || dup2(null, 1) < 0 ||
+		    dup2(err, 2) < 0)
+			_exit(126);
+		unsetenv("ALLOY_CONF");
+		unsetenv("LD_PRELOAD");
+		setenv("PYTHONMALLOC", "malloc", 1);
+		if (w == JEMALLOC)
+			setenv("LD_PRELOAD", "libjemalloc.so.2", 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return -1;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Instructions of one run under callgrind, every exec'd image summed. */
+static double instructions(enum way w, const char *self)
+{
+	const char *argv[24];
+	char log[] = "/tmp/alloy-bench-front-XXXXXX";
+	int fd = mkstemp(log), n = 0;
+	double total = -1;
+	char line[256];
+	FILE *f;
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	argv[n++] = "/usr/bin/valgrind";
+	argv[n++] = "--tool=callgrind";
+	argv[n++] = "--trace-children=yes";
+	argv[n++] = "--callgrind-out-file=/dev/null";
+	way_argv(w, self, "2", argv + n);
+	if (run_way(w, argv, log) >= 0 && (f = fopen(log, "r"))) {
+		total = 0;
+		while (fgets(line, sizeof(line), f)) {
+			const char *c = strstr(line, "Collected : ");
+
+			if (c)
+				total += strtod(c + 12, NULL);
+		}
+		fclose(f);
+	}
+	unlink(log);
+	return total > 0 ? total : -1;
+}
+
+static void ratio(const char *what, double base, double way, double goal)
+{
+	char metric[96];
+
+	snprintf(metric, sizeof(metric), "throughput %s", what);
+	bench_result(GROUP, metric, base / way, "x",
+		     goal > 0 ? GOAL_AT_LEAST : GOAL_NONE, goal);
+}
+
+static int workload(const struct bench_opts *opts, bool jemalloc)
+{
+	const char *argv[16];
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *reps = opts->quick ? "1" : "12";
+	double t[NWAYS][ROUNDS], med[NWAYS], ins[NWAYS];
+	int rounds = opts->quick ? 1 : ROUNDS, nways = jemalloc ? NWAYS : 2;
+	char metric[96];
+
+	if (access(PYTHON, X_OK)) {
+		printf("  skipped: the workload needs %s\n", PYTHON);
+		return 0;
+	}
+	/* A path valgrind can exec too, unlike /proc/self/exe. */
+	if (len <= 0)
+		return 1;
+	self[len] = '\0';
+	for (int r = 0; r < rounds; r++)
+		for (int k = 0; k < nways; k++) {
+			enum way w = (enum way)((k + r) % nways);
+
+			way_argv(w, self, reps, argv);
+			t[w][r] = run_way(w, argv, NULL);
+			if (t[w][r] < 0) {
+				fprintf(stderr,
+					"alloy bench front: the workload failed: %s\n",
+					way_name[w]);
+				return 1;
+			}
+		}
+	for (int w = 0; w < nways; w++) {
+		med[w] = bench_median(t[w], (size_t)rounds);
+		snprintf(metric, sizeof(metric), "CPU time, %s", way_name[w]);
+		bench_result(GROUP, metric, med[w], "s", GOAL_NONE, 0);
+	}
+	ratio("alloy run / no front", med[NO_FRONT], med[FRONT], 0.90);
+	if (jemalloc)
+		ratio("alloy run cpu:jemalloc / LD_PRELOAD jemalloc",
+		      med[JEMALLOC], med[FRONT_JEMALLOC], 0.90);
+	if (opts->quick || access("/usr/bin/valgrind", X_OK))
+		return 0;
+	for (int w = 0; w < nways; w++) {
+		ins[w] = instructions((enum way)w, self);
+		if (ins[w] < 0) {
+			printf("  skipped: instruction counts (callgrind failed)\n");
+			return 0;
+		}
+	}
+	bench_result(GROUP, "instructions alloy run / no front",
+		     ins[FRONT] / ins[NO_FRONT], "x", GOAL_NONE, 0);
+	if (jemalloc)
+		bench_result(
+			GROUP, "instructions alloy run cpu:jemalloc / jemalloc",
+			ins[FRONT_JEMALLOC] / ins[JEMALLOC], "x", GOAL_NONE, 0);
+	return 0;
+}
+
+/* ---- the plain-pointer pair against the DataPtr pair ------------------ */
+
+static double plain_round(long iters)
+{
+	double t0 = bench_now_ns();
+
+	for (long i = 0; i < iters; i++) {
+		char *p = alloy_malloc(PAIR_LEN);
+
+		if (!p)
+			return -1;
+		p[0] = (char)i;
+		alloy_free(p);
+	}
+	return (bench_now_ns() - t0) / (double)iters;
+}
+
+static double dataptr_round(long iters)
+{
+	double t0 = bench_now_ns();
+
+	for (long i = 0; i < iters; i++) {
+		struct alloy_data_ptr dp;
+
+		if (alloy_alloc_default(ALLOY_DEVICE_CPU, PAIR_LEN, 0, &dp))
+			return -1;
+		((char *)dp.ptr)[0] = (char)i;
+		alloy_data_ptr_free(&dp);
+	}
+	return (bench_now_ns() - t0) / (double)iters;
+}
+
+static int pairs(const struct bench_opts *opts)
+{
+	enum { CHUNKS = 15 };
+	long iters = bench_iters(opts, 200000);
+	double plain[CHUNKS], dp[CHUNKS], mp, md;
+
+	for (int c = 0; c < CHUNKS; c++) {
+		/* Alternate which goes first: drift hits both alike. */
+		if (c & 1) {
+			plain[c] = plain_round(iters);
+			dp[c] = dataptr_round(iters);
+		} else {
+			dp[c] = dataptr_round(iters);
+			plain[c] = plain_round(iters);
+		}
+		if (plain[c] < 0 || dp[c] < 0) {
+			fprintf(stderr, "alloy bench front: %s\n",
+				alloy_last_error());
+			return 1;
+		}
+	}
+	mp = bench_median(plain, CHUNKS);
+	md = bench_median(dp, CHUNKS);
+	bench_result(GROUP, "alloy_malloc+alloy_free, 64 B", mp, "ns/pair",
+		     GOAL_NONE, 0);
+	bench_result(GROUP, "alloy_alloc_default+data_ptr_free, 64 B", md,
+		     "ns/pair", GOAL_NONE, 0);
+	bench_result(GROUP, "time plain pair / DataPtr pair", mp / md, "x",
+		     GOAL_AT_MOST, 1.3);
+	return 0;
+}
+
+static int run_front(const struct bench_opts *opts)
+{
+	struct alloy_allocator *je;
+
+	alloy_init();
+	je = alloy_request_allocator("jemalloc");
+	if (!je)
+		printf("  skipped: the jemalloc ways (no jemalloc module)\n");
+	return pairs(opts) || workload(opts, je != NULL);
+}
+
+const struct bench bench_front = {
+	.name = "front",
+	.help = "the LD_PRELOAD front on a malloc-bound Python workload, and the plain-pointer pair",
+	.run = run_front,
+};
