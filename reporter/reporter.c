@@ -56,6 +56,13 @@ static struct {
 	.log.fd = -1,
 };
 
+/*
+ * Starting and ending the trace: the configured start, the API and the
+ * exit report.  Not R.lock, which enable takes inside start.
+ */
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool exit_hooked; /* at_exit registered; under trace_lock */
+
 static __thread long my_tid __attribute__((tls_model("initial-exec")));
 
 static long thread_id(void)
@@ -76,6 +83,7 @@ static void counter_init(struct rep_counter *c, int slot);
  */
 static void fork_prepare(void)
 {
+	pthread_mutex_lock(&trace_lock);
 	pthread_mutex_lock(&R.lock);
 	pthread_mutex_lock(&R.trace.lock);
 	pthread_mutex_lock(&R.log.lock);
@@ -88,6 +96,7 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&R.log.lock);
 	pthread_mutex_unlock(&R.trace.lock);
 	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&trace_lock);
 }
 
 static void fork_child(void)
@@ -710,21 +719,26 @@ static void write_file(void *arg, const char *text)
 	fputs(text, arg);
 }
 
-static void at_exit(void)
+/* The trace's end line, and the file closed; under trace_lock. */
+static void end_trace(void)
 {
 	char line[64];
-	int n;
+	int n = snprintf(line, sizeof(line), "end %llu %llu",
+			 (unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
+			 (unsigned long long)(R.trace.lines - 2));
 
-	if (atomic_load(&R.tracing)) {
-		n = snprintf(
-			line, sizeof(line), "end %llu %llu",
-			(unsigned long long)(alloy__rep_now_ns() - R.t0_ns),
-			(unsigned long long)(R.trace.lines - 2));
-		atomic_store(&R.tracing, false);
-		update_emitting();
-		alloy__stream_line(&R.trace, line, (size_t)n, 0);
-		alloy__stream_close(&R.trace);
-	}
+	atomic_store(&R.tracing, false);
+	update_emitting();
+	alloy__stream_line(&R.trace, line, (size_t)n, 0);
+	alloy__stream_close(&R.trace);
+}
+
+static void at_exit(void)
+{
+	pthread_mutex_lock(&trace_lock);
+	if (atomic_load(&R.tracing))
+		end_trace();
+	pthread_mutex_unlock(&trace_lock);
 	if (atomic_load(&R.logging)) {
 		atomic_store(&R.logging, false);
 		update_emitting();
@@ -753,16 +767,15 @@ static void at_exit(void)
 	}
 }
 
-static void start_trace(const char *where)
+/* Open the trace and write its header; under trace_lock. */
+static int start_trace(const char *where)
 {
 	char line[160];
-	int n;
+	int n, rc;
 
-	if (alloy__stream_open(&R.trace, where, TRACE_BUF)) {
-		alloy__conf_report("trace:%s: %s; no trace written", where,
-				   alloy_last_error());
-		return;
-	}
+	rc = alloy__stream_open(&R.trace, where, TRACE_BUF);
+	if (rc)
+		return rc;
 	R.t0_ns = alloy__rep_now_ns();
 	n = snprintf(line, sizeof(line),
 		     "alloy-trace %d pid=%ld clock=monotonic unit=ns",
@@ -773,6 +786,43 @@ static void start_trace(const char *where)
 	alloy__stream_line(&R.trace, line, (size_t)n, R.t0_ns);
 	atomic_store(&R.tracing, true);
 	update_emitting();
+	return 0;
+}
+
+int alloy_reporter_trace_start(const char *where)
+{
+	int rc = reporter_init();
+
+	if (rc)
+		return rc;
+	ALLOY_ENFORCE(where && where[0], -EINVAL, "where is %s",
+		      where ? "empty" : "NULL");
+	pthread_mutex_lock(&trace_lock);
+	if (atomic_load(&R.tracing))
+		rc = alloy__error(-EBUSY, __func__,
+				  "a trace is being written already; stop it first");
+	else
+		rc = start_trace(where);
+	/* The end line and the last events are written at exit. */
+	if (!rc && !exit_hooked && !atexit(at_exit))
+		exit_hooked = true;
+	pthread_mutex_unlock(&trace_lock);
+	return rc ? rc : alloy_reporter_enable();
+}
+
+int alloy_reporter_trace_stop(void)
+{
+	int rc = 0;
+
+	alloy__ensure_init();
+	pthread_mutex_lock(&trace_lock);
+	if (atomic_load(&R.tracing))
+		end_trace();
+	else
+		rc = alloy__error(-ENOENT, __func__,
+				  "no trace is being written");
+	pthread_mutex_unlock(&trace_lock);
+	return rc;
 }
 
 void alloy__reporter_start(void)
@@ -781,8 +831,9 @@ void alloy__reporter_start(void)
 
 	if (!c->report[0] && !c->log[0] && !c->trace[0])
 		return;
-	if (c->trace[0])
-		start_trace(c->trace);
+	if (c->trace[0] && start_trace(c->trace))
+		alloy__conf_report("trace:%s: %s; no trace written", c->trace,
+				   alloy_last_error());
 	if (c->log[0]) {
 		if (alloy__stream_open(&R.log, c->log, LOG_BUF))
 			alloy__conf_report("log:%s: %s; no event log", c->log,
@@ -796,5 +847,8 @@ void alloy__reporter_start(void)
 				   alloy_last_error());
 		return;
 	}
-	atexit(at_exit);
+	pthread_mutex_lock(&trace_lock);
+	if (!exit_hooked && !atexit(at_exit))
+		exit_hooked = true;
+	pthread_mutex_unlock(&trace_lock);
 }

@@ -29,6 +29,7 @@
 	X(cuda_caching)      \
 	X(cuda_host)         \
 	X(syncedmem)         \
+	X(dlpack)            \
 	X(sweep)             \
 	X(stress)
 

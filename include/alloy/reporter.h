@@ -112,6 +112,20 @@ int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 /* Flush the trace and event log to their files now. */
 int alloy_reporter_flush(void);
 
+/*
+ * Start writing the event trace to where ("stderr", "stdout" or a path,
+ * truncated), as trace:WHERE in ALLOY_CONF does at start, and turn the
+ * reporter on.  -EBUSY while a trace is being written; -errno when the
+ * file cannot be opened.
+ */
+int alloy_reporter_trace_start(const char *where);
+
+/*
+ * Finish the trace (its end line) and close it; the reporter stays on.
+ * -ENOENT when no trace is being written.
+ */
+int alloy_reporter_trace_stop(void);
+
 #ifdef __cplusplus
 }
 #endif
