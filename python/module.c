@@ -220,6 +220,33 @@ static PyObject *py_conf_errors(PyObject *self, PyObject *noargs)
 	return list;
 }
 
+static PyObject *py_plain_owns(PyObject *self, PyObject *addr)
+{
+	void *p = PyLong_AsVoidPtr(addr);
+
+	if (!p && PyErr_Occurred())
+		return NULL;
+	return PyBool_FromLong(p && alloy_plain_owns(p));
+}
+
+static PyObject *py_plain_allocator(PyObject *self, PyObject *addr)
+{
+	void *p = PyLong_AsVoidPtr(addr);
+	struct alloy_allocator *a;
+
+	if (!p && PyErr_Occurred())
+		return NULL;
+	a = p ? alloy_plain_allocator(p) : NULL;
+	if (!a)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(alloy_allocator_name(a));
+}
+
+static PyObject *py_plain_bad_frees(PyObject *self, PyObject *noargs)
+{
+	return PyLong_FromUnsignedLongLong(alloy_plain_bad_frees());
+}
+
 static PyMethodDef default_methods[] = {
 	{ "_ready", py_ready, METH_NOARGS,
 	  "Initialise alloy; raise if a default ALLOY_CONF names is not in force." },
@@ -231,6 +258,12 @@ static PyMethodDef default_methods[] = {
 	  "set_default(name, device='cpu'): make name the default, loading its module if needed" },
 	{ "allocators", py_allocators, METH_NOARGS,
 	  "allocators() -> [{'name', 'device', 'origin', 'live_blocks', 'live_bytes'}]" },
+	{ "plain_owns", py_plain_owns, METH_O,
+	  "plain_owns(address) -> whether address is a live block alloy made for NumPy or PyTorch (the plain-pointer API); only for addresses of live blocks of some allocator" },
+	{ "plain_allocator", py_plain_allocator, METH_O,
+	  "plain_allocator(address) -> the name of the allocator that made that block, or None" },
+	{ "plain_bad_frees", py_plain_bad_frees, METH_NOARGS,
+	  "plain_bad_frees() -> frees of pointers alloy did not make (or freed twice) it saw" },
 	{ "conf_errors", py_conf_errors, METH_NOARGS,
 	  "conf_errors() -> the problems found in ALLOY_CONF, one string each" },
 	{ NULL, NULL, 0, NULL },

@@ -25,6 +25,7 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
+#include <stdio.h>
 #include <alloy/malloc.h>
 
 #define HANDLER_NAME "alloy"
@@ -64,19 +65,93 @@ static PyDataMem_Handler handler = {
 /* The capsule NumPy gets: one for the life of the process. */
 static PyObject *capsule;
 
+/*
+ * The benchmark's anchor (python3 -m alloy.bench): NumPy on a library's
+ * malloc family called directly, without alloy, e.g. jemalloc's or
+ * mimalloc's, so that alloy's share of a backend's figure can be told
+ * from the backend's own.  The functions are looked up by the caller
+ * (ctypes) and must stay loaded; a handler is never freed, as arrays
+ * made by it may outlive any switch.
+ */
+struct direct {
+	PyDataMem_Handler handler; /* .allocator.ctx points here */
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void (*free)(void *);
+};
+
+static void *direct_malloc(void *ctx, size_t size)
+{
+	return ((struct direct *)ctx)->malloc(size);
+}
+
+static void *direct_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	return ((struct direct *)ctx)->calloc(nelem, elsize);
+}
+
+static void *direct_realloc(void *ctx, void *ptr, size_t new_size)
+{
+	return ((struct direct *)ctx)->realloc(ptr, new_size ? new_size : 1);
+}
+
+static void direct_free(void *ctx, void *ptr, size_t size)
+{
+	((struct direct *)ctx)->free(ptr);
+}
+
+static PyObject *py_direct_handler(PyObject *self, PyObject *args)
+{
+	PyObject *fn[4];
+	struct direct *d;
+	const char *name;
+	void *p[4];
+
+	if (!PyArg_ParseTuple(args, "sOOOO", &name, &fn[0], &fn[1], &fn[2],
+			      &fn[3]))
+		return NULL;
+	for (int i = 0; i < 4; i++) {
+		p[i] = PyLong_AsVoidPtr(fn[i]);
+		if (!p[i])
+			return PyErr_Occurred()
+				       ? NULL
+				       : PyErr_Format(PyExc_ValueError,
+						      "alloy: function %d is NULL",
+						      i);
+	}
+	d = PyMem_RawCalloc(1, sizeof(*d));
+	if (!d)
+		return PyErr_NoMemory();
+	*(void **)&d->malloc = p[0];
+	*(void **)&d->calloc = p[1];
+	*(void **)&d->realloc = p[2];
+	*(void **)&d->free = p[3];
+	snprintf(d->handler.name, sizeof(d->handler.name), "%s", name);
+	d->handler.version = 1;
+	d->handler.allocator = (PyDataMemAllocator){
+		.ctx = d,
+		.malloc = direct_malloc,
+		.calloc = direct_calloc,
+		.realloc = direct_realloc,
+		.free = direct_free,
+	};
+	return PyCapsule_New(&d->handler, "mem_handler", NULL);
+}
+
+/* Any handler capsule, or None for NumPy's default. */
+static PyObject *py_set(PyObject *self, PyObject *h)
+{
+	if (h != Py_None && !PyCapsule_IsValid(h, "mem_handler"))
+		return PyErr_Format(PyExc_TypeError,
+				    "alloy: set() takes a handler capsule or None, not %s",
+				    Py_TYPE(h)->tp_name);
+	return PyDataMem_SetHandler(h == Py_None ? NULL : h);
+}
+
 static PyObject *py_install(PyObject *self, PyObject *noargs)
 {
 	return PyDataMem_SetHandler(capsule);
-}
-
-static PyObject *py_restore(PyObject *self, PyObject *old)
-{
-	/* None: NumPy's default. */
-	if (old != Py_None && !PyCapsule_IsValid(old, "mem_handler"))
-		return PyErr_Format(PyExc_TypeError,
-				    "alloy: restore() takes a handler capsule from install(), not %s",
-				    Py_TYPE(old)->tp_name);
-	return PyDataMem_SetHandler(old == Py_None ? NULL : old);
 }
 
 static PyObject *py_current_is_alloy(PyObject *self, PyObject *noargs)
@@ -94,8 +169,10 @@ static PyObject *py_current_is_alloy(PyObject *self, PyObject *noargs)
 static PyMethodDef methods[] = {
 	{ "install", py_install, METH_NOARGS,
 	  "install() -> the previous handler: make alloy NumPy's allocator in this context" },
-	{ "restore", py_restore, METH_O,
-	  "restore(old) -> alloy's handler: put back what install() returned" },
+	{ "direct_handler", py_direct_handler, METH_VARARGS,
+	  "direct_handler(name, malloc, calloc, realloc, free) -> a handler capsule for NumPy on those functions (addresses), without alloy; for benchmarks" },
+	{ "set", py_set, METH_O,
+	  "set(handler) -> the previous handler: a handler capsule (what install() returned), or None for NumPy's default" },
 	{ "current_is_alloy", py_current_is_alloy, METH_NOARGS,
 	  "whether this context's NumPy handler is alloy's" },
 	{ NULL, NULL, 0, NULL },

@@ -203,8 +203,19 @@ static PyObject *py_trace_start(PyObject *self, PyObject *args)
 		return NULL;
 	rc = alloy_reporter_trace_start(PyBytes_AS_STRING(path));
 	Py_DECREF(path);
-	if (rc)
+	if (rc == -EBUSY || rc == -EINVAL || rc == -ENOMEM)
 		return alloy__py_raise(NULL, rc);
+	if (rc) {
+		/* The file: OSError(errno, msg) is FileNotFoundError and kin. */
+		PyObject *e = PyObject_CallFunction(PyExc_OSError, "is", -rc,
+						    alloy_last_error());
+
+		if (e) {
+			PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+			Py_DECREF(e);
+		}
+		return NULL;
+	}
 	Py_RETURN_NONE;
 }
 

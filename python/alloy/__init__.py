@@ -16,7 +16,8 @@ docs/PYTHON.md.
 from contextlib import contextmanager
 
 from ._alloy import (Tensor, allocators, conf_errors, empty, flush,
-                     from_dlpack, get_default, report, reporter_disable,
+                     from_dlpack, get_default, plain_allocator,
+                     plain_bad_frees, plain_owns, report, reporter_disable,
                      reporter_enable, reporter_enabled, reset_peaks,
                      set_default, snapshot, trace_start, trace_stop,
                      version)
@@ -24,7 +25,8 @@ from . import numpy, torch
 
 __all__ = [
     "Tensor", "allocators", "conf_errors", "empty", "flush", "from_dlpack",
-    "get_default", "numpy", "report", "reporter", "reporter_disable",
+    "get_default", "numpy", "plain_allocator", "plain_bad_frees",
+    "plain_owns", "report", "reporter", "reporter_disable",
     "reporter_enable", "reporter_enabled", "reset_peaks", "set_default",
     "snapshot", "torch", "trace", "trace_start", "trace_stop", "version",
 ]

@@ -63,7 +63,7 @@ def disable():
             return
         if threading.getprofile() is _thread_hook:
             threading.setprofile(_state["previous_profile"])
-        _handler().restore(_state["previous_handler"])
+        _handler().set(_state["previous_handler"])
         _state.update(on=False, previous_handler=None, previous_profile=None)
 
 
@@ -87,4 +87,4 @@ def allocator():
     try:
         yield
     finally:
-        h.restore(old)
+        h.set(old)
