@@ -4,11 +4,16 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev python3)
+# The Python module (python/): headers, NumPy, pytest, DLPack's header.
+pkgs+=(python3-dev python3-numpy python3-pytest libdlpack-dev)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
 # --timeline: headless Chromium, for scripts/check-timeline.sh only.
+# --torch: PyTorch and libtorch's c10, for the optional PyTorch adapter
+#   (about 1 GB; without them its tests say "skipped").
 for arg in "$@"; do
 	case $arg in
 	--ci) pkgs+=(clang valgrind) ;;
+	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	*) echo "deps: unknown option $arg" >&2; exit 2 ;;
 	esac
