@@ -4,14 +4,19 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev libunwind-dev binutils python3
-      git python3-numpy) # real programs under `alloy run` (tests/test_run.sh)
+      git) # real programs under `alloy run` (tests/test_run.sh)
+# The Python module (python/): headers, NumPy, pytest, DLPack's header.
+pkgs+=(python3-dev python3-numpy python3-pytest libdlpack-dev)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
 # --timeline: headless Chromium, for scripts/check-timeline.sh only.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
+# --torch: PyTorch and libtorch's c10, for the optional PyTorch adapter
+#   (about 1 GB; without them its tests say "skipped").
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang valgrind python3-pytest) ;; # + NumPy's own tests
+	--ci) pkgs+=(clang valgrind) ;;
+	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;
 	*) echo "deps: unknown option $arg" >&2; exit 2 ;;

@@ -33,6 +33,7 @@
 	X(cuda_host)         \
 	X(syncedmem)         \
 	X(api_edges)         \
+	X(dlpack)            \
 	X(sweep)             \
 	X(stress)
 

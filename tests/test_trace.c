@@ -101,6 +101,61 @@ START_TEST(round_trip_gives_the_same_peak)
 }
 END_TEST
 
+START_TEST(trace_started_and_stopped_by_the_api)
+{
+	static struct trace_summary sum;
+	struct test_alloc ta;
+	struct alloy_allocator *a;
+	struct alloy_data_ptr dp;
+	struct trace tr;
+	char err[256];
+
+	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-test-trace.%d",
+		 (int)getpid());
+	a = test_alloc_register(&ta, "tr_api");
+	ck_assert(!alloy_reporter_enabled());
+	ck_assert_int_eq(alloy_reporter_trace_stop(), -ENOENT);
+	ck_assert(strstr(alloy_last_error(), "no trace"));
+	ck_assert_int_eq(alloy_reporter_trace_start("/nonexistent/dir/t"),
+			 -ENOENT);
+	ck_assert(strstr(alloy_last_error(), "/nonexistent/dir/t"));
+	ck_assert_int_eq(alloy_reporter_trace_start(""), -EINVAL);
+
+	ck_assert_ok(alloy_reporter_trace_start(trace_path));
+	ck_assert(alloy_reporter_enabled());
+	ck_assert_int_eq(alloy_reporter_trace_start(trace_path), -EBUSY);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_ok(alloy_alloc(a, 100 + (size_t)i, 0, 0, &dp));
+		alloy_data_ptr_free(&dp);
+	}
+	ck_assert_ok(alloy_reporter_trace_stop());
+	/* After the stop: counted by the reporter, not in the trace. */
+	ck_assert_ok(alloy_alloc(a, 5, 0, 0, &dp));
+	alloy_data_ptr_free(&dp);
+
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert(tr.complete);
+	trace_summarize(&tr, &sum);
+	ck_assert_uint_eq(sum.all.allocs, 3);
+	ck_assert_uint_eq(sum.all.frees, 3);
+	ck_assert_uint_eq(sum.all.peak_bytes, 102);
+	trace_free(&tr);
+
+	/* A second trace starts afresh. */
+	ck_assert_ok(alloy_reporter_trace_start(trace_path));
+	ck_assert_ok(alloy_alloc(a, 7, 0, 0, &dp));
+	ck_assert_ok(alloy_reporter_trace_stop());
+	alloy_data_ptr_free(&dp);
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert(tr.complete);
+	ck_assert_uint_eq(tr.nev, 1);
+	trace_free(&tr);
+	unlink(trace_path);
+}
+END_TEST
+
 static void *traced_thread(void *arg)
 {
 	struct alloy_allocator *a = arg;
@@ -643,6 +698,7 @@ Suite *suite_trace(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, round_trip_gives_the_same_peak);
+	tcase_add_test(tc, trace_started_and_stopped_by_the_api);
 	tcase_add_test(tc, threads_write_a_consistent_trace);
 	tcase_add_test(tc, crash_leaves_a_readable_trace);
 	tcase_add_test(tc, fork_child_does_not_write_the_parents_trace);

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+"""alloy from Python: NumPy and PyTorch memory on alloy's allocators, the
+reporter's counts and trace, and alloy tensors shared through DLPack.
+
+    import alloy
+    alloy.numpy.enable()          # NumPy's arrays from alloy's CPU default
+    alloy.torch.enable()          # PyTorch's CPU tensors too
+    alloy.snapshot()              # counts per allocator and device
+    t = alloy.empty((2, 3), "float32")
+    a = numpy.from_dlpack(t)      # the same memory, no copy
+
+Importing this package initialises nothing; the first call does (and
+raises if a default ALLOY_CONF names could not be put in force).  See
+docs/PYTHON.md.
+"""
+from contextlib import contextmanager
+
+from ._alloy import (Tensor, allocators, conf_errors, empty, flush,
+                     from_dlpack, get_default, plain_allocator,
+                     plain_bad_frees, plain_owns, report, reporter_disable,
+                     reporter_enable, reporter_enabled, reset_peaks,
+                     set_default, snapshot, trace_start, trace_stop,
+                     version)
+from . import numpy, torch
+
+__all__ = [
+    "Tensor", "allocators", "conf_errors", "empty", "flush", "from_dlpack",
+    "get_default", "numpy", "plain_allocator", "plain_bad_frees",
+    "plain_owns", "report", "reporter", "reporter_disable",
+    "reporter_enable", "reporter_enabled", "reset_peaks", "set_default",
+    "snapshot", "torch", "trace", "trace_start", "trace_stop", "version",
+]
+
+
+@contextmanager
+def reporter():
+    """Record every block made inside the block (the reporter on, then
+    back off if it was off)."""
+    was_on = reporter_enabled()
+    reporter_enable()
+    try:
+        yield
+    finally:
+        if not was_on:
+            reporter_disable()
+
+
+@contextmanager
+def trace(path):
+    """Write the event trace of the block to path (docs/TRACE-FORMAT.md)."""
+    trace_start(path)
+    try:
+        yield
+    finally:
+        trace_stop()

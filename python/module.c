@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * python/module.c - the extension module alloy._alloy: first use and the
+ * check that the configured defaults are in force, alloy's errors as
+ * Python exceptions, and the default allocators.
+ *
+ * Importing the module initialises nothing: `python3 -m alloy` must be
+ * able to re-execute the interpreter (for static TLS, see __main__.py)
+ * before liballoy reads ALLOY_CONF and loads a backend.  Every function
+ * that needs the library calls alloy__py_ready() first.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "module.h"
+
+static struct {
+	bool checked;
+	bool failed;
+	char why[2048];
+} ready;
+
+/* Append to ready.why, as far as it goes. */
+static void why_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void why_add(const char *fmt, ...)
+{
+	size_t len = strlen(ready.why);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ready.why + len, sizeof(ready.why) - len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Whether ALLOY_CONF's default for a device was not put in force.  When it
+ * cannot be, core installs the fallback, rewrites the key to it and
+ * records an error that starts with the item, "cpu:jemalloc: ..." (or
+ * "cpu: ..." for a bad value): such an error is the sign.
+ */
+static bool default_refused(const char *device)
+{
+	size_t n = strlen(device);
+
+	for (int i = 0; i < alloy_conf_error_count(); i++) {
+		const char *e = alloy_conf_error(i);
+
+		if (!strncmp(e, device, n) && e[n] == ':')
+			return true;
+	}
+	return false;
+}
+
+static void check_configuration(void)
+{
+	bool tls = false;
+
+	alloy_init();
+	ready.checked = true;
+	for (int type = 0; type < ALLOY_DEVICE_TYPE_COUNT; type++)
+		if (default_refused(alloy_device_type_name(type)))
+			ready.failed = true;
+	if (!ready.failed)
+		return;
+	why_add("ALLOY_CONF names a default allocator that could not be put in force, and alloy does not fall back silently: ");
+	for (int i = 0; i < alloy_conf_error_count(); i++) {
+		why_add("%s%s", i ? "; " : "", alloy_conf_error(i));
+		tls = tls || strstr(alloy_conf_error(i), "static TLS");
+	}
+	if (tls)
+		why_add("%s",
+			". That library needs static TLS, which a process that loads liballoy late (Python importing alloy) has too little of: run the program with `python3 -m alloy SCRIPT`, which restarts the interpreter with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384, or set that variable before Python starts");
+}
+
+int alloy__py_ready(void)
+{
+	if (!ready.checked)
+		check_configuration();
+	if (!ready.failed)
+		return 0;
+	PyErr_Format(PyExc_RuntimeError, "alloy: %s", ready.why);
+	return -1;
+}
+
+static PyObject *exception_for(int rc)
+{
+	switch (-rc) {
+	case ENOMEM:
+		return PyExc_MemoryError;
+	case EINVAL:
+	case ERANGE:
+		return PyExc_ValueError;
+	case EOVERFLOW:
+		return PyExc_OverflowError;
+	case ENOENT:
+		return PyExc_LookupError;
+	default:
+		return PyExc_RuntimeError;
+	}
+}
+
+PyObject *alloy__py_raise(PyObject *exc, int rc)
+{
+	const char *msg = alloy_last_error();
+
+	PyErr_Format(exc ? exc : exception_for(rc), "alloy: %s (%s)",
+		     msg[0] ? msg : "failed", alloy_strerror(rc));
+	return NULL;
+}
+
+int alloy__py_device_type(const char *name)
+{
+	int type = alloy_device_type_from_name(name);
+
+	if (type < 0)
+		PyErr_Format(PyExc_ValueError,
+			     "alloy: unknown device \"%s\" (cpu, cuda or cuda_host)",
+			     name);
+	return type;
+}
+
+/* ---- the default allocators ------------------------------------------ */
+
+static PyObject *py_ready(PyObject *self, PyObject *noargs)
+{
+	if (alloy__py_ready())
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_get_default(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *names[] = { "device", NULL };
+	const char *device = "cpu";
+	struct alloy_allocator *a;
+	int type;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s", names, &device) ||
+	    alloy__py_ready())
+		return NULL;
+	type = alloy__py_device_type(device);
+	if (type < 0)
+		return NULL;
+	a = alloy_get_default(type);
+	if (!a)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(alloy_allocator_name(a));
+}
+
+static PyObject *py_set_default(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *names[] = { "name", "device", NULL };
+	const char *name, *device = "cpu";
+	PyThreadState *ts;
+	int type, rc;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|s", names, &name,
+					 &device) ||
+	    alloy__py_ready())
+		return NULL;
+	type = alloy__py_device_type(device);
+	if (type < 0)
+		return NULL;
+	/* A module load may take a while; other threads go on. */
+	ts = PyEval_SaveThread();
+	rc = alloy_set_default_by_name(type, name);
+	PyEval_RestoreThread(ts);
+	if (rc)
+		return alloy__py_raise(NULL, rc);
+	Py_RETURN_NONE;
+}
+
+static int add_allocator(struct alloy_allocator *a, void *arg)
+{
+	PyObject *d = Py_BuildValue(
+		"{s:s,s:s,s:s,s:L,s:L}", "name", alloy_allocator_name(a),
+		"device",
+		alloy_device_type_name(alloy_allocator_device_type(a)) ?: "?",
+		"origin", alloy_allocator_origin(a), "live_blocks",
+		alloy_allocator_live_blocks(a), "live_bytes",
+		alloy_allocator_live_bytes(a));
+	int rc = d ? PyList_Append(arg, d) : -1;
+
+	Py_XDECREF(d);
+	return rc;
+}
+
+static PyObject *py_allocators(PyObject *self, PyObject *noargs)
+{
+	PyObject *list;
+
+	if (alloy__py_ready())
+		return NULL;
+	list = PyList_New(0);
+	if (list && alloy_foreach_allocator(add_allocator, list)) {
+		Py_DECREF(list);
+		return NULL;
+	}
+	return list;
+}
+
+static PyObject *py_conf_errors(PyObject *self, PyObject *noargs)
+{
+	PyObject *list;
+
+	alloy_init();
+	list = PyList_New(0);
+	for (int i = 0; list && i < alloy_conf_error_count(); i++) {
+		PyObject *s = PyUnicode_FromString(alloy_conf_error(i));
+
+		if (!s || PyList_Append(list, s)) {
+			Py_XDECREF(s);
+			Py_CLEAR(list);
+			break;
+		}
+		Py_DECREF(s);
+	}
+	return list;
+}
+
+static PyObject *py_plain_owns(PyObject *self, PyObject *addr)
+{
+	void *p = PyLong_AsVoidPtr(addr);
+
+	if (!p && PyErr_Occurred())
+		return NULL;
+	return PyBool_FromLong(p && alloy_plain_owns(p));
+}
+
+static PyObject *py_plain_allocator(PyObject *self, PyObject *addr)
+{
+	void *p = PyLong_AsVoidPtr(addr);
+	struct alloy_allocator *a;
+
+	if (!p && PyErr_Occurred())
+		return NULL;
+	a = p ? alloy_plain_allocator(p) : NULL;
+	if (!a)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(alloy_allocator_name(a));
+}
+
+static PyObject *py_plain_bad_frees(PyObject *self, PyObject *noargs)
+{
+	return PyLong_FromUnsignedLongLong(alloy_plain_bad_frees());
+}
+
+static PyMethodDef default_methods[] = {
+	{ "_ready", py_ready, METH_NOARGS,
+	  "Initialise alloy; raise if a default ALLOY_CONF names is not in force." },
+	{ "get_default", (PyCFunction)(void (*)(void))py_get_default,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "get_default(device='cpu') -> the default allocator's name" },
+	{ "set_default", (PyCFunction)(void (*)(void))py_set_default,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "set_default(name, device='cpu'): make name the default, loading its module if needed" },
+	{ "allocators", py_allocators, METH_NOARGS,
+	  "allocators() -> [{'name', 'device', 'origin', 'live_blocks', 'live_bytes'}]" },
+	{ "plain_owns", py_plain_owns, METH_O,
+	  "plain_owns(address) -> whether address is a live block alloy made for NumPy or PyTorch (the plain-pointer API); only for addresses of live blocks of some allocator" },
+	{ "plain_allocator", py_plain_allocator, METH_O,
+	  "plain_allocator(address) -> the name of the allocator that made that block, or None" },
+	{ "plain_bad_frees", py_plain_bad_frees, METH_NOARGS,
+	  "plain_bad_frees() -> frees of pointers alloy did not make (or freed twice) it saw" },
+	{ "conf_errors", py_conf_errors, METH_NOARGS,
+	  "conf_errors() -> the problems found in ALLOY_CONF, one string each" },
+	{ NULL, NULL, 0, NULL },
+};
+
+/* ---- the module ------------------------------------------------------ */
+
+static int add_methods(PyObject *module, PyMethodDef *methods)
+{
+	for (PyMethodDef *m = methods; m->ml_name; m++) {
+		PyObject *f = PyCFunction_NewEx(m, NULL, NULL);
+
+		if (!f || PyModule_AddObject(module, m->ml_name, f)) {
+			Py_XDECREF(f);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static struct PyModuleDef module_def = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "alloy._alloy",
+	.m_doc = "alloy's C API for Python: the reporter, tensors, DLPack, defaults.",
+	.m_size = -1,
+	.m_methods = default_methods,
+};
+
+PyMODINIT_FUNC PyInit__alloy(void);
+
+PyMODINIT_FUNC PyInit__alloy(void)
+{
+	PyObject *m = PyModule_Create(&module_def);
+
+	if (!m)
+		return NULL;
+	if (add_methods(m, alloy__py_reporter_methods) ||
+	    add_methods(m, alloy__py_tensor_methods) ||
+	    add_methods(m, alloy__py_torch_methods) ||
+	    alloy__py_tensor_init(m) ||
+	    PyModule_AddStringConstant(m, "version", alloy_version())) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * python/reporter.c - the reporter from Python: counts as a dict, peaks,
+ * the text and JSON report, the trace.
+ */
+#include <string.h>
+
+#include "module.h"
+
+static PyObject *counts_dict(const struct alloy_reporter_counts *c)
+{
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "current_bytes",
+			     (unsigned long long)c->current_bytes, "peak_bytes",
+			     (unsigned long long)c->peak_bytes, "total_bytes",
+			     (unsigned long long)c->total_bytes, "allocs",
+			     (unsigned long long)c->allocs, "frees",
+			     (unsigned long long)c->frees, "live_blocks",
+			     (unsigned long long)c->live_blocks);
+}
+
+/* allocators[name][device] = counts */
+static int add_entry(PyObject *allocators, const struct alloy_reporter_entry *e)
+{
+	const char *type = alloy_device_type_name(e->device.type);
+	PyObject *per_device, *counts;
+	char device[32];
+	int rc;
+
+	snprintf(device, sizeof(device), "%s:%d", type ? type : "?",
+		 e->device.index);
+	per_device = PyDict_GetItemString(allocators, e->allocator);
+	if (!per_device) {
+		per_device = PyDict_New();
+		if (!per_device ||
+		    PyDict_SetItemString(allocators, e->allocator, per_device)) {
+			Py_XDECREF(per_device);
+			return -1;
+		}
+		Py_DECREF(per_device); /* the dict holds it */
+	}
+	counts = counts_dict(&e->c);
+	rc = counts ? PyDict_SetItemString(per_device, device, counts) : -1;
+	Py_XDECREF(counts);
+	return rc;
+}
+
+static PyObject *snapshot_dict(const struct alloy_reporter_snapshot *s)
+{
+	PyObject *allocators = PyDict_New(), *total = counts_dict(&s->total);
+	PyObject *d = NULL;
+
+	for (uint32_t i = 0; allocators && total && i < s->nentries; i++)
+		if (add_entry(allocators, &s->entries[i]))
+			goto out;
+	if (allocators && total)
+		d = Py_BuildValue("{s:O,s:O,s:O,s:K,s:K,s:K}", "enabled",
+				  s->enabled ? Py_True : Py_False, "total",
+				  total, "allocators", allocators,
+				  "unknown_frees",
+				  (unsigned long long)s->unknown_frees,
+				  "double_frees",
+				  (unsigned long long)s->double_frees,
+				  "untracked_frees",
+				  (unsigned long long)s->untracked_frees);
+out:
+	Py_XDECREF(allocators);
+	Py_XDECREF(total);
+	return d;
+}
+
+static PyObject *py_snapshot(PyObject *self, PyObject *noargs)
+{
+	struct alloy_reporter_snapshot *s;
+	PyObject *d;
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	/* 8 KiB: not on the stack. */
+	s = PyMem_Calloc(1, sizeof(*s));
+	if (!s)
+		return PyErr_NoMemory();
+	s->size = sizeof(*s);
+	s->version = ALLOY_REPORTER_SNAPSHOT_VERSION;
+	rc = alloy_reporter_snapshot(s);
+	d = rc ? alloy__py_raise(NULL, rc) : snapshot_dict(s);
+	PyMem_Free(s);
+	return d;
+}
+
+static PyObject *py_reset_peaks(PyObject *self, PyObject *noargs)
+{
+	if (alloy__py_ready())
+		return NULL;
+	alloy_reporter_reset_peaks();
+	Py_RETURN_NONE;
+}
+
+/* The report's text, gathered from alloy_reporter_print's writes. */
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+static void text_write(void *arg, const char *s)
+{
+	struct text *t = arg;
+	size_t n = strlen(s);
+
+	if (t->failed)
+		return;
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = (t->len + n + 1) * 2;
+		char *buf = PyMem_Realloc(t->buf, cap);
+
+		if (!buf) {
+			t->failed = true;
+			return;
+		}
+		t->buf = buf;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, s, n);
+	t->len += n;
+}
+
+static PyObject *py_report(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *names[] = { "format", "leaks", NULL };
+	const char *format = "text";
+	struct text t = { 0 };
+	enum alloy_report_format f;
+	PyObject *out = NULL;
+	int leaks = 0, rc;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|sp", names, &format,
+					 &leaks) ||
+	    alloy__py_ready())
+		return NULL;
+	if (!strcmp(format, "text")) {
+		f = ALLOY_REPORT_TEXT;
+	} else if (!strcmp(format, "json")) {
+		f = ALLOY_REPORT_JSON;
+	} else {
+		return PyErr_Format(PyExc_ValueError,
+				    "alloy: report format \"%s\": text or json",
+				    format);
+	}
+	rc = alloy_reporter_print(text_write, &t, f, leaks);
+	if (rc)
+		alloy__py_raise(NULL, rc);
+	else if (t.failed)
+		PyErr_NoMemory();
+	else
+		out = PyUnicode_FromStringAndSize(t.buf ? t.buf : "", t.len);
+	PyMem_Free(t.buf);
+	return out;
+}
+
+static PyObject *py_reporter_enable(PyObject *self, PyObject *noargs)
+{
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	rc = alloy_reporter_enable();
+	if (rc)
+		return alloy__py_raise(NULL, rc);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_reporter_disable(PyObject *self, PyObject *noargs)
+{
+	PyThreadState *ts;
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	/* Waits for allocating threads to leave their sections. */
+	ts = PyEval_SaveThread();
+	rc = alloy_reporter_disable();
+	PyEval_RestoreThread(ts);
+	if (rc)
+		return alloy__py_raise(NULL, rc);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_reporter_enabled(PyObject *self, PyObject *noargs)
+{
+	if (alloy__py_ready())
+		return NULL;
+	return PyBool_FromLong(alloy_reporter_enabled());
+}
+
+static PyObject *py_trace_start(PyObject *self, PyObject *args)
+{
+	PyObject *path;
+	int rc;
+
+	if (alloy__py_ready() ||
+	    !PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
+		return NULL;
+	rc = alloy_reporter_trace_start(PyBytes_AS_STRING(path));
+	Py_DECREF(path);
+	if (rc == -EBUSY || rc == -EINVAL || rc == -ENOMEM)
+		return alloy__py_raise(NULL, rc);
+	if (rc) {
+		/* The file: OSError(errno, msg) is FileNotFoundError and kin. */
+		PyObject *e = PyObject_CallFunction(PyExc_OSError, "is", -rc,
+						    alloy_last_error());
+
+		if (e) {
+			PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+			Py_DECREF(e);
+		}
+		return NULL;
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_trace_stop(PyObject *self, PyObject *noargs)
+{
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	rc = alloy_reporter_trace_stop();
+	if (rc)
+		return alloy__py_raise(NULL, rc);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_flush(PyObject *self, PyObject *noargs)
+{
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	rc = alloy_reporter_flush();
+	if (rc)
+		return alloy__py_raise(PyExc_OSError, rc);
+	Py_RETURN_NONE;
+}
+
+PyMethodDef alloy__py_reporter_methods[] = {
+	{ "snapshot", py_snapshot, METH_NOARGS,
+	  "snapshot() -> {'enabled', 'total', 'allocators': {name: {device: counts}}, ...}" },
+	{ "reset_peaks", py_reset_peaks, METH_NOARGS,
+	  "reset_peaks(): every peak becomes the current value" },
+	{ "report", (PyCFunction)(void (*)(void))py_report,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "report(format='text', leaks=False) -> the reporter's table as text or JSON" },
+	{ "reporter_enable", py_reporter_enable, METH_NOARGS,
+	  "reporter_enable(): start recording every block" },
+	{ "reporter_disable", py_reporter_disable, METH_NOARGS,
+	  "reporter_disable(): stop recording new blocks (recorded ones are still accounted)" },
+	{ "reporter_enabled", py_reporter_enabled, METH_NOARGS,
+	  "reporter_enabled() -> whether the reporter records" },
+	{ "trace_start", py_trace_start, METH_VARARGS,
+	  "trace_start(path): write the event trace to path (turns the reporter on)" },
+	{ "trace_stop", py_trace_stop, METH_NOARGS,
+	  "trace_stop(): finish and close the trace" },
+	{ "flush", py_flush, METH_NOARGS,
+	  "flush(): write the trace and event log out now" },
+	{ NULL, NULL, 0, NULL },
+};
