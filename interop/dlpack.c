@@ -15,23 +15,33 @@
  * call DLPack asks for.
  */
 #include <inttypes.h>
-#include <stdlib.h>
 #include <alloy/dlpack.h>
 
+#include "core/arena.h"
 #include "core/internal.h"
 
 struct export_rec {
 	DLManagedTensor m;
 	struct alloy_storage *storage;
+	int ndim;	/* the record's own copy: sizes its free */
 	int64_t dims[]; /* ndim shape, then ndim strides */
 };
+
+/*
+ * The record's size for ndim dims.  It comes from alloy's arena, not the
+ * process's malloc: under the LD_PRELOAD front that malloc is alloy.
+ */
+static size_t export_rec_size(int ndim)
+{
+	return sizeof(struct export_rec) + 2 * (size_t)ndim * sizeof(int64_t);
+}
 
 static void export_deleter(DLManagedTensor *m)
 {
 	struct export_rec *r = m->manager_ctx;
 
 	alloy_storage_unref(r->storage);
-	free(r);
+	alloy__arena_free(r, export_rec_size(r->ndim));
 }
 
 int alloy_dlpack_export(struct alloy_tensor *t, DLManagedTensor **out)
@@ -60,9 +70,9 @@ int alloy_dlpack_export(struct alloy_tensor *t, DLManagedTensor **out)
 	if (!data)
 		return -ENOMEM; /* the message is the tensor layer's */
 	ndim = alloy_tensor_ndim(t);
-	r = calloc(1, sizeof(*r) + 2 * (size_t)ndim * sizeof(int64_t));
-	ALLOY_ENFORCE(r, -ENOMEM, "no memory for the export of %d dims",
-		      ndim);
+	r = alloy__arena_alloc(export_rec_size(ndim));
+	ALLOY_ENFORCE(r, -ENOMEM, "no memory for the export of %d dims", ndim);
+	r->ndim = ndim;
 	r->storage = alloy_storage_ref(alloy_tensor_storage(t));
 	for (int i = 0; i < ndim; i++)
 		r->dims[i] = alloy_tensor_dims(t)[i];
@@ -118,8 +128,8 @@ static int check_shape(const DLTensor *d, int64_t *numel)
 {
 	int64_t n = 1;
 
-	ALLOY_ENFORCE(d->ndim >= 0 && d->ndim <= ALLOY_TENSOR_MAX_DIMS,
-		      -EINVAL, "ndim %d is outside 0..%d", d->ndim,
+	ALLOY_ENFORCE(d->ndim >= 0 && d->ndim <= ALLOY_TENSOR_MAX_DIMS, -EINVAL,
+		      "ndim %d is outside 0..%d", d->ndim,
 		      ALLOY_TENSOR_MAX_DIMS);
 	ALLOY_ENFORCE(d->shape || d->ndim == 0, -EINVAL,
 		      "shape is NULL for %d dims", d->ndim);
@@ -128,8 +138,8 @@ static int check_shape(const DLTensor *d, int64_t *numel)
 			      "dim %d is negative (%" PRId64 ")", i,
 			      d->shape[i]);
 		ALLOY_ENFORCE(!__builtin_mul_overflow(n, d->shape[i], &n),
-			      -EOVERFLOW, "the dims' product overflows at dim %d",
-			      i);
+			      -EOVERFLOW,
+			      "the dims' product overflows at dim %d", i);
 	}
 	*numel = n;
 	return 0;
@@ -157,8 +167,9 @@ int alloy_dlpack_import(DLManagedTensor *m, struct alloy_tensor **out)
 		rc = check_shape(d, &numel);
 	if (rc)
 		return rc;
-	ALLOY_ENFORCE(row_major(d, numel), -ENOTSUP,
-		      "the tensor is strided (not C-contiguous); alloy tensors are contiguous: make a contiguous copy first");
+	ALLOY_ENFORCE(
+		row_major(d, numel), -ENOTSUP,
+		"the tensor is strided (not C-contiguous); alloy tensors are contiguous: make a contiguous copy first");
 	ALLOY_ENFORCE(!__builtin_mul_overflow((uint64_t)numel, type->itemsize,
 					      &nbytes),
 		      -EOVERFLOW, "%" PRId64 " elements of %zu bytes overflow",

@@ -45,9 +45,9 @@ static const struct type_row types[] = {
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
 static const char *const code_names[] = {
-	[kDLInt] = "int",	    [kDLUInt] = "uint",
-	[kDLFloat] = "float",	    [kDLOpaqueHandle] = "opaque handle",
-	[kDLBfloat] = "bfloat",	    [kDLComplex] = "complex",
+	[kDLInt] = "int",	[kDLUInt] = "uint",
+	[kDLFloat] = "float",	[kDLOpaqueHandle] = "opaque handle",
+	[kDLBfloat] = "bfloat", [kDLComplex] = "complex",
 };
 
 static const char *code_name(unsigned code)
@@ -79,11 +79,14 @@ static int complex_type(const char *name, size_t itemsize,
 		return rc;
 	have = alloy_type_find(name);
 	if (!have || have->itemsize != itemsize || !alloy_type_is_pod(have)) {
-		snprintf(cx.why, sizeof(cx.why),
-			 "a type named \"%s\" is registered with itemsize %zu%s; DLPack's has %zu and is plain data",
-			 name, have ? have->itemsize : 0,
-			 have && !alloy_type_is_pod(have) ? " and element functions" : "",
-			 itemsize);
+		snprintf(
+			cx.why, sizeof(cx.why),
+			"a type named \"%s\" is registered with itemsize %zu%s; DLPack's has %zu and is plain data",
+			name, have ? have->itemsize : 0,
+			have && !alloy_type_is_pod(have)
+				? " and element functions"
+				: "",
+			itemsize);
 		return -EEXIST;
 	}
 	*out = have;
@@ -142,9 +145,11 @@ int alloy_dlpack_dtype(const struct alloy_type_meta *t, DLDataType *out)
 			-ENOTSUP, __func__,
 			"%s: its elements are objects (%s), which DLPack cannot describe; it carries numbers only",
 			alloy_type_name(t),
-			t == alloy_type(ALLOY_TYPE_STRING)   ? "pointers to heap strings"
-			: t == alloy_type(ALLOY_TYPE_TENSOR) ? "tensor handles"
-							     : "with element functions");
+			t == alloy_type(ALLOY_TYPE_STRING)
+				? "pointers to heap strings"
+			: t == alloy_type(ALLOY_TYPE_TENSOR)
+				? "tensor handles"
+				: "with element functions");
 	return alloy__error(
 		-ENOTSUP, __func__,
 		"%s is a user type (%zu bytes per element); DLPack carries only the built-in numeric types",
@@ -172,18 +177,24 @@ int alloy_dlpack_type_of(DLDataType dt, const struct alloy_type_meta **out)
 /* ---- devices --------------------------------------------------------- */
 
 static const char *const device_names[] = {
-	[kDLCPU] = "CPU",	       [kDLCUDA] = "CUDA",
-	[kDLCUDAHost] = "CUDA host",   [kDLOpenCL] = "OpenCL",
-	[kDLVulkan] = "Vulkan",	       [kDLMetal] = "Metal",
-	[kDLVPI] = "VPI",	       [kDLROCM] = "ROCm",
-	[kDLROCMHost] = "ROCm host",   [kDLExtDev] = "ExtDev",
+	[kDLCPU] = "CPU",
+	[kDLCUDA] = "CUDA",
+	[kDLCUDAHost] = "CUDA host",
+	[kDLOpenCL] = "OpenCL",
+	[kDLVulkan] = "Vulkan",
+	[kDLMetal] = "Metal",
+	[kDLVPI] = "VPI",
+	[kDLROCM] = "ROCm",
+	[kDLROCMHost] = "ROCm host",
+	[kDLExtDev] = "ExtDev",
 	[kDLCUDAManaged] = "CUDA managed",
 };
 
 const char *alloy_dlpack_device_name(int device_type)
 {
 	if (device_type >= 0 &&
-	    device_type < (int)(sizeof(device_names) / sizeof(device_names[0])) &&
+	    device_type <
+		    (int)(sizeof(device_names) / sizeof(device_names[0])) &&
 	    device_names[device_type])
 		return device_names[device_type];
 	return "unknown";

@@ -115,9 +115,10 @@ int alloy__py_device_type(const char *name)
 	int type = alloy_device_type_from_name(name);
 
 	if (type < 0)
-		PyErr_Format(PyExc_ValueError,
-			     "alloy: unknown device \"%s\" (cpu, cuda or cuda_host)",
-			     name);
+		PyErr_Format(
+			PyExc_ValueError,
+			"alloy: unknown device \"%s\" (cpu, cuda or cuda_host)",
+			name);
 	return type;
 }
 
@@ -287,7 +288,8 @@ static int add_methods(PyObject *module, PyMethodDef *methods)
 static struct PyModuleDef module_def = {
 	PyModuleDef_HEAD_INIT,
 	.m_name = "alloy._alloy",
-	.m_doc = "alloy's C API for Python: the reporter, tensors, DLPack, defaults.",
+	.m_doc =
+		"alloy's C API for Python: the reporter, tensors, DLPack, defaults.",
 	.m_size = -1,
 	.m_methods = default_methods,
 };

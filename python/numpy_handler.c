@@ -116,9 +116,10 @@ static PyObject *py_direct_handler(PyObject *self, PyObject *args)
 		if (!p[i])
 			return PyErr_Occurred()
 				       ? NULL
-				       : PyErr_Format(PyExc_ValueError,
-						      "alloy: function %d is NULL",
-						      i);
+				       : PyErr_Format(
+						 PyExc_ValueError,
+						 "alloy: function %d is NULL",
+						 i);
 	}
 	d = PyMem_RawCalloc(1, sizeof(*d));
 	if (!d)
@@ -143,9 +144,10 @@ static PyObject *py_direct_handler(PyObject *self, PyObject *args)
 static PyObject *py_set(PyObject *self, PyObject *h)
 {
 	if (h != Py_None && !PyCapsule_IsValid(h, "mem_handler"))
-		return PyErr_Format(PyExc_TypeError,
-				    "alloy: set() takes a handler capsule or None, not %s",
-				    Py_TYPE(h)->tp_name);
+		return PyErr_Format(
+			PyExc_TypeError,
+			"alloy: set() takes a handler capsule or None, not %s",
+			Py_TYPE(h)->tp_name);
 	return PyDataMem_SetHandler(h == Py_None ? NULL : h);
 }
 

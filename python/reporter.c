@@ -32,7 +32,8 @@ static int add_entry(PyObject *allocators, const struct alloy_reporter_entry *e)
 	if (!per_device) {
 		per_device = PyDict_New();
 		if (!per_device ||
-		    PyDict_SetItemString(allocators, e->allocator, per_device)) {
+		    PyDict_SetItemString(allocators, e->allocator,
+					 per_device)) {
 			Py_XDECREF(per_device);
 			return -1;
 		}
@@ -53,15 +54,13 @@ static PyObject *snapshot_dict(const struct alloy_reporter_snapshot *s)
 		if (add_entry(allocators, &s->entries[i]))
 			goto out;
 	if (allocators && total)
-		d = Py_BuildValue("{s:O,s:O,s:O,s:K,s:K,s:K}", "enabled",
-				  s->enabled ? Py_True : Py_False, "total",
-				  total, "allocators", allocators,
-				  "unknown_frees",
-				  (unsigned long long)s->unknown_frees,
-				  "double_frees",
-				  (unsigned long long)s->double_frees,
-				  "untracked_frees",
-				  (unsigned long long)s->untracked_frees);
+		d = Py_BuildValue(
+			"{s:O,s:O,s:O,s:K,s:K,s:K}", "enabled",
+			s->enabled ? Py_True : Py_False, "total", total,
+			"allocators", allocators, "unknown_frees",
+			(unsigned long long)s->unknown_frees, "double_frees",
+			(unsigned long long)s->double_frees, "untracked_frees",
+			(unsigned long long)s->untracked_frees);
 out:
 	Py_XDECREF(allocators);
 	Py_XDECREF(total);
@@ -206,7 +205,7 @@ static PyObject *py_trace_start(PyObject *self, PyObject *args)
 	if (rc == -EBUSY || rc == -EINVAL || rc == -ENOMEM)
 		return alloy__py_raise(NULL, rc);
 	if (rc) {
-		/* The file: OSError(errno, msg) is FileNotFoundError and kin. */
+		/* OSError(errno, msg): FileNotFoundError and kin. */
 		PyObject *e = PyObject_CallFunction(PyExc_OSError, "is", -rc,
 						    alloy_last_error());
 
@@ -226,8 +225,10 @@ static PyObject *py_trace_stop(PyObject *self, PyObject *noargs)
 	if (alloy__py_ready())
 		return NULL;
 	rc = alloy_reporter_trace_stop();
+	/* -ENOENT: no trace; anything else is the file's write error. */
 	if (rc)
-		return alloy__py_raise(NULL, rc);
+		return alloy__py_raise(rc == -ENOENT ? NULL : PyExc_OSError,
+				       rc);
 	Py_RETURN_NONE;
 }
 

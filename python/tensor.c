@@ -14,7 +14,7 @@
 
 #include "module.h"
 
-#define CAPSULE_NAME "dltensor"
+#define CAPSULE_NAME	  "dltensor"
 #define USED_CAPSULE_NAME "used_dltensor"
 
 typedef struct {
@@ -60,9 +60,10 @@ static const struct alloy_type_meta *type_named(const char *name)
 			name = aliases[i].name;
 	t = alloy_type_find(name);
 	if (!t)
-		PyErr_Format(PyExc_TypeError,
-			     "alloy: no element type \"%s\" (int8..int64, uint8..uint64, float16, bfloat16, float32/float, float64/double, bool, ...)",
-			     name);
+		PyErr_Format(
+			PyExc_TypeError,
+			"alloy: no element type \"%s\" (int8..int64, uint8..uint64, float16, bfloat16, float32/float, float64/double, bool, ...)",
+			name);
 	return t;
 }
 
@@ -79,14 +80,14 @@ static int parse_shape(PyObject *seq, int64_t *dims, int *ndim)
 		*ndim = 1;
 		return dims[0] == -1 && PyErr_Occurred() ? -1 : 0;
 	}
-	fast = PySequence_Fast(seq, "alloy: shape must be an int or a sequence of ints");
+	fast = PySequence_Fast(
+		seq, "alloy: shape must be an int or a sequence of ints");
 	if (!fast)
 		return -1;
 	n = PySequence_Fast_GET_SIZE(fast);
 	if (n > ALLOY_TENSOR_MAX_DIMS) {
 		Py_DECREF(fast);
-		PyErr_Format(PyExc_ValueError,
-			     "alloy: %zd dims; at most %d", n,
+		PyErr_Format(PyExc_ValueError, "alloy: %zd dims; at most %d", n,
 			     ALLOY_TENSOR_MAX_DIMS);
 		return -1;
 	}
@@ -114,10 +115,12 @@ static int parse_device(const char *s, struct alloy_device *dev)
 		 (int)(colon ? (size_t)(colon - s) : strlen(s)), s);
 	if (colon) {
 		index = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || index < 0 || index > INT16_MAX) {
-			PyErr_Format(PyExc_ValueError,
-				     "alloy: device \"%s\": the index after ':' must be 0..%d",
-				     s, INT16_MAX);
+		if (end == colon + 1 || *end || index < 0 ||
+		    index > INT16_MAX) {
+			PyErr_Format(
+				PyExc_ValueError,
+				"alloy: device \"%s\": the index after ':' must be 0..%d",
+				s, INT16_MAX);
 			return -1;
 		}
 	}
@@ -183,8 +186,7 @@ static int tensor_dl_device(TensorObject *self, DLDevice *dl)
 	return rc;
 }
 
-static PyObject *tensor_dlpack(TensorObject *self, PyObject *args,
-			       PyObject *kw)
+static PyObject *tensor_dlpack(TensorObject *self, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "stream", NULL };
 	PyObject *stream = Py_None, *capsule;
@@ -197,9 +199,10 @@ static PyObject *tensor_dlpack(TensorObject *self, PyObject *args,
 		return NULL;
 	/* Only a CUDA consumer names a stream; alloy has no kernels pending. */
 	if (stream != Py_None && dl.device_type != kDLCUDA)
-		return PyErr_Format(PyExc_BufferError,
-				    "alloy: stream must be None for a %s tensor",
-				    alloy_dlpack_device_name(dl.device_type));
+		return PyErr_Format(
+			PyExc_BufferError,
+			"alloy: stream must be None for a %s tensor",
+			alloy_dlpack_device_name(dl.device_type));
 	rc = alloy_dlpack_export(self->t, &m);
 	if (rc)
 		return alloy__py_raise(rc == -ENOMEM ? PyExc_MemoryError
@@ -257,9 +260,10 @@ static PyObject *capsule_of(PyObject *obj)
 		return obj;
 	}
 	if (!PyObject_HasAttrString(obj, "__dlpack__"))
-		return PyErr_Format(PyExc_TypeError,
-				    "alloy.from_dlpack: %s has no __dlpack__ and is not a DLPack capsule",
-				    Py_TYPE(obj)->tp_name);
+		return PyErr_Format(
+			PyExc_TypeError,
+			"alloy.from_dlpack: %s has no __dlpack__ and is not a DLPack capsule",
+			Py_TYPE(obj)->tp_name);
 	/* Refuse a device before the producer hands its tensor over. */
 	dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
 	if (!dev || !PyArg_ParseTuple(dev, "ii", &type, &id)) {
@@ -268,15 +272,17 @@ static PyObject *capsule_of(PyObject *obj)
 	}
 	Py_DECREF(dev);
 	if (type != kDLCPU && type != kDLCUDA && type != kDLCUDAHost)
-		return PyErr_Format(PyExc_BufferError,
-				    "alloy.from_dlpack: %s is on DLPack device %d (%s); alloy takes CPU, CUDA and CUDA host tensors",
-				    Py_TYPE(obj)->tp_name, type,
-				    alloy_dlpack_device_name(type));
+		return PyErr_Format(
+			PyExc_BufferError,
+			"alloy.from_dlpack: %s is on DLPack device %d (%s); alloy takes CPU, CUDA and CUDA host tensors",
+			Py_TYPE(obj)->tp_name, type,
+			alloy_dlpack_device_name(type));
 	capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
 	if (capsule && !PyCapsule_CheckExact(capsule)) {
-		PyErr_Format(PyExc_TypeError,
-			     "alloy.from_dlpack: %s.__dlpack__() gave a %s, not a capsule",
-			     Py_TYPE(obj)->tp_name, Py_TYPE(capsule)->tp_name);
+		PyErr_Format(
+			PyExc_TypeError,
+			"alloy.from_dlpack: %s.__dlpack__() gave a %s, not a capsule",
+			Py_TYPE(obj)->tp_name, Py_TYPE(capsule)->tp_name);
 		Py_CLEAR(capsule);
 	}
 	return capsule;
@@ -288,14 +294,16 @@ static DLManagedTensor *capsule_tensor(PyObject *capsule)
 	const char *name = PyCapsule_GetName(capsule);
 
 	if (name && !strcmp(name, USED_CAPSULE_NAME)) {
-		PyErr_SetString(PyExc_ValueError,
-				"alloy.from_dlpack: this DLPack capsule was consumed already; a capsule can be imported once (call __dlpack__() again for a new one)");
+		PyErr_SetString(
+			PyExc_ValueError,
+			"alloy.from_dlpack: this DLPack capsule was consumed already; a capsule can be imported once (call __dlpack__() again for a new one)");
 		return NULL;
 	}
 	if (!name || strcmp(name, CAPSULE_NAME)) {
-		PyErr_Format(PyExc_TypeError,
-			     "alloy.from_dlpack: a capsule named \"%s\" is not a DLPack tensor (\"%s\")",
-			     name ? name : "(null)", CAPSULE_NAME);
+		PyErr_Format(
+			PyExc_TypeError,
+			"alloy.from_dlpack: a capsule named \"%s\" is not a DLPack tensor (\"%s\")",
+			name ? name : "(null)", CAPSULE_NAME);
 		return NULL;
 	}
 	return PyCapsule_GetPointer(capsule, CAPSULE_NAME);
@@ -376,16 +384,19 @@ static int tensor_getbuffer(TensorObject *self, Py_buffer *view, int flags)
 	const char *format = format_of(type);
 	Py_ssize_t *dims, stride;
 
-	if (dev.type != ALLOY_DEVICE_CPU && dev.type != ALLOY_DEVICE_CUDA_HOST) {
-		PyErr_Format(PyExc_BufferError,
-			     "alloy: a %s tensor's memory is not the CPU's; use DLPack",
-			     alloy_device_type_name(dev.type));
+	if (dev.type != ALLOY_DEVICE_CPU &&
+	    dev.type != ALLOY_DEVICE_CUDA_HOST) {
+		PyErr_Format(
+			PyExc_BufferError,
+			"alloy: a %s tensor's memory is not the CPU's; use DLPack",
+			alloy_device_type_name(dev.type));
 		return -1;
 	}
 	if (!format) {
-		PyErr_Format(PyExc_BufferError,
-			     "alloy: Python's buffer protocol has no format for %s",
-			     alloy_type_name(type));
+		PyErr_Format(
+			PyExc_BufferError,
+			"alloy: Python's buffer protocol has no format for %s",
+			alloy_type_name(type));
 		return -1;
 	}
 	dims = PyMem_Calloc(2 * (size_t)(ndim ? ndim : 1), sizeof(*dims));
@@ -408,8 +419,9 @@ static int tensor_getbuffer(TensorObject *self, Py_buffer *view, int flags)
 		.ndim = ndim,
 		.format = (flags & PyBUF_FORMAT) ? (char *)format : NULL,
 		.shape = (flags & PyBUF_ND) ? dims : NULL,
-		.strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + ndim
-								     : NULL,
+		.strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES
+				   ? dims + ndim
+				   : NULL,
 		.internal = dims,
 	};
 	Py_INCREF(self);
@@ -434,7 +446,8 @@ static PyObject *tensor_shape(TensorObject *self, void *closure)
 	PyObject *shape = PyTuple_New(ndim);
 
 	for (int i = 0; shape && i < ndim; i++) {
-		PyObject *d = PyLong_FromLongLong(alloy_tensor_dims(self->t)[i]);
+		PyObject *d =
+			PyLong_FromLongLong(alloy_tensor_dims(self->t)[i]);
 
 		if (!d) {
 			Py_CLEAR(shape);
@@ -447,7 +460,8 @@ static PyObject *tensor_shape(TensorObject *self, void *closure)
 
 static PyObject *tensor_dtype(TensorObject *self, void *closure)
 {
-	return PyUnicode_FromString(alloy_type_name(alloy_tensor_dtype(self->t)));
+	return PyUnicode_FromString(
+		alloy_type_name(alloy_tensor_dtype(self->t)));
 }
 
 static PyObject *tensor_device(TensorObject *self, void *closure)

@@ -44,8 +44,9 @@ static int load(void)
 	if (adapter.handle)
 		return 0;
 	if (!path) {
-		PyErr_SetString(PyExc_ImportError,
-				"alloy: built without the PyTorch adapter: configure found no libc10 (apt-get install libtorch-dev, then configure and build again)");
+		PyErr_SetString(
+			PyExc_ImportError,
+			"alloy: built without the PyTorch adapter: configure found no libc10 (apt-get install libtorch-dev, then configure and build again)");
 		return -1;
 	}
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
@@ -59,9 +60,10 @@ static int load(void)
 	adapter.disable = (int (*)(void))dlsym(h, "alloy_torch_disable");
 	adapter.enabled = (int (*)(void))dlsym(h, "alloy_torch_enabled");
 	if (!adapter.enable || !adapter.disable || !adapter.enabled) {
-		PyErr_Format(PyExc_ImportError,
-			     "alloy: %s lacks alloy_torch_enable/disable/enabled",
-			     path);
+		PyErr_Format(
+			PyExc_ImportError,
+			"alloy: %s lacks alloy_torch_enable/disable/enabled",
+			path);
 		return -1;
 	}
 	adapter.handle = h;
@@ -85,8 +87,9 @@ static PyObject *py_torch_enable(PyObject *self, PyObject *noargs)
 		return NULL;
 	rc = adapter.enable();
 	if (rc == -EBUSY)
-		return PyErr_Format(PyExc_RuntimeError,
-				    "alloy: PyTorch's CPU allocator was set by someone else with a higher priority; alloy's cannot take its place");
+		return PyErr_Format(
+			PyExc_RuntimeError,
+			"alloy: PyTorch's CPU allocator was set by someone else with a higher priority; alloy's cannot take its place");
 	if (rc)
 		return PyErr_Format(PyExc_RuntimeError,
 				    "alloy: the PyTorch adapter failed (%s)",
