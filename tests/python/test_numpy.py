@@ -159,6 +159,9 @@ print(alloy.plain_allocator(a.ctypes.data))
 # Each backend's own zeroed allocation, called directly (ctypes), as the
 # reference: alloy must touch no more pages than the backend itself does.
 OWN_ZEROED = {
+    # alloy's default has no zeroed allocation of its own to compare
+    # with; glibc's calloc maps big blocks fresh, untouched.
+    "default": ("libc.so.6", "lib.calloc(1, n)"),
     "jemalloc": ("libjemalloc.so.2", "lib.mallocx(n, 0x40)"),  # MALLOCX_ZERO
     "mimalloc": ("libmimalloc.so.2", "lib.mi_zalloc(n)"),
 }
@@ -168,8 +171,8 @@ OWN_ZEROED = {
                                      if b in OWN_ZEROED])
 def test_calloc_keeps_lazily_zeroed_pages(backend):
     """np.zeros of 256 MiB through alloy grows RSS no more than the
-    backend's own zeroed allocation of as much (jemalloc: not at all;
-    mimalloc 2.0 zeroes huge blocks itself)."""
+    backend's own zeroed allocation of as much (default and jemalloc: not
+    at all; mimalloc 2.0 zeroes huge blocks itself)."""
     soname, call = OWN_ZEROED[backend]
     code = """
 import ctypes, alloy, numpy as np
@@ -177,7 +180,7 @@ alloy.numpy.enable()
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * 4096
 lib = ctypes.CDLL(%r)
-for f in ("mallocx", "mi_zalloc"):
+for f in ("mallocx", "mi_zalloc", "calloc"):
     if hasattr(lib, f):
         getattr(lib, f).restype = ctypes.c_void_p
 n = 1 << 28
