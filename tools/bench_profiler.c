@@ -13,8 +13,8 @@
  *    pointer API, two allocations and two frees a step), in alternating
  *    rounds, each ratio the median of ratios measured back to back;
  *  - the trace's bytes per event in the steady state of that program;
- *  - `alloy report --at peak` on a trace of ten million events, timed as
- *    a separate process.
+ *  - `alloy report --at peak` on a trace of ten million events, run as a
+ *    separate process: its elapsed and its CPU time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -472,8 +473,9 @@ static int report_time(const struct bench_opts *opts)
 	long steps = bench_iters(opts, 2500000); /* four events each */
 	char *argv[] = { "alloy", "report", trace_path, "--at", "peak", NULL };
 	posix_spawn_file_actions_t fa;
-	char self[4096], metric[96];
-	double t0, seconds;
+	char self[4096], metric[128], what[96];
+	double t0, seconds, cpu;
+	struct rusage ru;
 	ssize_t n;
 	pid_t pid;
 	int st;
@@ -493,7 +495,7 @@ static int report_time(const struct bench_opts *opts)
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	t0 = bench_now_ns();
 	if (posix_spawn(&pid, self, &fa, NULL, argv, environ) ||
-	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) ||
 	    WEXITSTATUS(st)) {
 		posix_spawn_file_actions_destroy(&fa);
 		unlink(trace_path);
@@ -501,11 +503,23 @@ static int report_time(const struct bench_opts *opts)
 	}
 	seconds = (bench_now_ns() - t0) * 1e-9;
 	posix_spawn_file_actions_destroy(&fa);
-	snprintf(metric, sizeof(metric),
-		 "alloy report --at peak, %.1f M events (%.0f MB): seconds",
+	/*
+	 * The report's own CPU time (user + system) beside the elapsed time:
+	 * on a machine shared with other builds the elapsed time counts
+	 * their turns on the cores too, so the goal is judged on the former
+	 * (as the reporter's is, docs/BENCHMARKS.md).
+	 */
+	cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	      (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+	snprintf(what, sizeof(what),
+		 "alloy report --at peak, %.1f M events (%.0f MB)",
 		 (double)(4 * steps + 2 * DICT_LIVE) / 1e6,
 		 (double)file_size(trace_path) / 1e6);
-	bench_result("profiler", metric, seconds, "s",
+	snprintf(metric, sizeof(metric), "%s: elapsed seconds", what);
+	bench_result("profiler", metric, seconds, "s", GOAL_NONE, 0);
+	snprintf(metric, sizeof(metric), "%s: CPU seconds (user + system)",
+		 what);
+	bench_result("profiler", metric, cpu, "s",
 		     opts->quick ? GOAL_NONE : GOAL_AT_MOST, 10);
 	unlink(trace_path);
 	return 0;
