@@ -14,7 +14,9 @@
  *    rounds, each ratio the median of ratios measured back to back;
  *  - the trace's bytes per event in the steady state of that program;
  *  - `alloy report --at peak` on a trace of ten million events, run as a
- *    separate process: its elapsed and its CPU time.
+ *    separate process: its elapsed and its CPU time;
+ *  - instructions per step of the malloc-heavy program in each mode,
+ *    counted by callgrind (tools/callgrind.c), which load does not move.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -525,6 +527,78 @@ static int report_time(const struct bench_opts *opts)
 	return 0;
 }
 
+/* ---- instructions per step of the malloc-heavy program --------------------- */
+
+static const enum mode cg_modes[NMODES] = { M_OFF, M_ON, M_STACKS, M_TRACE };
+
+/*
+ * steps of the string dictionary in one mode, the dictionary kept full
+ * from one call to the next: a case's warm-up (DICT_LIVE steps) replaces
+ * every block with one made in its own mode, so what is counted is the
+ * steady state, each step two allocations and two frees.
+ */
+static void cg_dict(const struct bench_cg_case *c, long steps)
+{
+	enum mode m = *(const enum mode *)c->arg;
+
+	if (set_mode(m))
+		return;
+	dict_steps(steps);
+	end_mode(m, false);
+	alloy_reporter_disable();
+}
+
+static struct bench_cg_case cg_cases[NMODES];
+
+static void cg_cases_make(void)
+{
+	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-bench-%ld.trace",
+		 (long)getpid());
+	for (int m = 0; m < NMODES; m++)
+		cg_cases[m] = (struct bench_cg_case){
+			.label = mode_name[m],
+			.run = cg_dict,
+			.arg = &cg_modes[m],
+			.pairs = DICT_LIVE,
+			.count = COUNT_ALL,
+		};
+}
+
+static int profiler_callgrind_child(void)
+{
+	int rc;
+
+	cg_cases_make();
+	rc = bench_cg_cases(cg_cases, NMODES);
+	dict_clear();
+	unlink(trace_path);
+	return rc;
+}
+
+/* Instructions per step in each mode, and each mode's cost against off. */
+static void instructions(const struct bench_opts *opts)
+{
+	double ins[NMODES];
+	char metric[128];
+
+	cg_cases_make();
+	if (bench_instructions(opts, "profiler", cg_cases, NMODES, ins))
+		return;
+	for (int m = 0; m < NMODES; m++) {
+		snprintf(metric, sizeof(metric),
+			 "malloc-heavy: instructions per step, %s",
+			 mode_name[m]);
+		bench_result("profiler", metric, ins[m], "instr", GOAL_NONE,
+			     0);
+	}
+	for (int m = M_ON; m < NMODES; m++) {
+		snprintf(metric, sizeof(metric),
+			 "malloc-heavy: instructions off / %s", mode_name[m]);
+		bench_result("profiler", metric, ins[M_OFF] / ins[m], "x",
+			     GOAL_NONE, 0);
+	}
+}
+
 static int run_profiler(const struct bench_opts *opts)
 {
 	const struct workload tensors = {
@@ -565,6 +639,8 @@ static int run_profiler(const struct bench_opts *opts)
 	}
 	if (!rc)
 		rc = report_time(opts);
+	if (!rc)
+		instructions(opts);
 	alloy_reporter_set_backtrace(false);
 	if (was_on)
 		alloy_reporter_enable();
@@ -578,4 +654,5 @@ const struct bench bench_profiler = {
 	.name = "profiler",
 	.help = "call stacks (unwind vs frame pointers), reporter with stacks vs off, trace size, report time",
 	.run = run_profiler,
+	.callgrind_child = profiler_callgrind_child,
 };
