@@ -10,6 +10,15 @@ import alloy
 from conftest import run
 
 
+@pytest.fixture
+def alloy_cmd():
+    """The build's alloy command (make check sets ALLOY), or a skip."""
+    cmd = os.environ.get("ALLOY")
+    if not cmd:
+        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+    return cmd
+
+
 def test_snapshot_has_counts_per_allocator_and_device():
     with alloy.reporter(), alloy.numpy.allocator():
         a = np.ones(1 << 17)  # 1 MiB
@@ -71,10 +80,7 @@ def test_trace_start_and_stop_write_a_trace(tmp_path):
         alloy.trace_start(str(tmp_path / "no" / "such" / "dir"))
 
 
-def test_the_trace_reads_back_with_the_alloy_command(tmp_path):
-    alloy_cmd = os.environ.get("ALLOY")
-    if not alloy_cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+def test_the_trace_reads_back_with_the_alloy_command(tmp_path, alloy_cmd):
     path = str(tmp_path / "t.trace")
     r = run("""
 import alloy, numpy as np
@@ -123,12 +129,9 @@ def test_owner_labels_nest_and_restore():
         alloy.owner_pop()
 
 
-def test_owners_name_the_bytes_at_the_peak(tmp_path):
+def test_owners_name_the_bytes_at_the_peak(tmp_path, alloy_cmd):
     """`with alloy.owner(...)` labels NumPy's arrays; `alloy report --at
     peak` gives each owner its exact bytes."""
-    alloy_cmd = os.environ.get("ALLOY")
-    if not alloy_cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
     path = str(tmp_path / "o.trace")
     r = run("""
 import alloy, numpy as np
