@@ -3,8 +3,9 @@
 # tests/test_run.sh - real programs under `alloy run` on every CPU backend
 # (default, jemalloc, mimalloc, the debug wrapper), each with the report
 # on: `ls -laR` of a tree it makes, `sort` of a generated file, git
-# init/add/commit/log in a new repository, NumPy array work in Debian's python3, and front_prog (a
-# threaded program of ours that forks and execs).  Each must exit as it
+# init/add/commit/log in a new repository, NumPy array work in Debian's
+# python3, and front_prog (a threaded program of ours that forks and
+# execs).  Each must exit as it
 # does without alloy, print the same, and its report must count its
 # allocations on the backend: alloy was in the path.
 set -u
