@@ -460,8 +460,34 @@ static const struct alloy_allocator_ops debug_ops = {
 	/* no realloc: alloc + copy + free keeps every block checked */
 };
 
+/*
+ * fork(): another thread may hold the table's lock at that moment, and
+ * the child, where that thread does not exist, would hang at its first
+ * allocation through debug.  The lock is taken before fork and released
+ * on both sides.  Registered after core's handlers (alloy__fork_setup
+ * runs first at init), so this prepare runs before theirs: the table's
+ * lock is the outer one, held around calls into the inner allocator.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&ds.lock);
+}
+
+static void fork_release(void)
+{
+	pthread_mutex_unlock(&ds.lock);
+}
+
+static void fork_setup(void)
+{
+	pthread_atfork(fork_prepare, fork_release, fork_release);
+}
+
 int alloy__register_debug_allocator(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fork_setup);
 	return alloy__wrap_register(&ds.w, &debug_ops);
 }
 
