@@ -7,8 +7,9 @@
  * The workload is CPython (Debian's /usr/bin/python3) encoding and
  * decoding a JSON document of 12,000 small records a number of times,
  * with PYTHONMALLOC=malloc so that every object Python makes is a malloc
- * and a free: some 2 million pairs a round, of 16 bytes to a few KiB, the
- * most malloc-bound program one can have that still does real work.  Four
+ * and a free: some 400,000 pairs a round, of 16 bytes to a few KiB, and
+ * realloc of the growing output, a malloc-bound program that still does
+ * real work.  Four
  * ways of running it, in the same run, the order rotating each round:
  *
  *   python3                                  glibc's malloc, no front
