@@ -53,6 +53,14 @@ alloy__pick_default(struct alloy__tls *t, int device_type, size_t size,
 	return a;
 }
 
+/*
+ * alloy__pick_default from any thread, one without a record too (a thread
+ * whose record could not be made, or is gone at its exit): then the
+ * shared window and the shared totals.  The slow paths' way in.
+ */
+ALLOY_HIDDEN struct alloy_allocator *alloy__pick_default_any(int device_type,
+							    size_t size);
+
 /* Take back an allocation of size bytes counted on a that did not happen. */
 ALLOY_HIDDEN void alloy__uncount_alloc(struct alloy_allocator *a, size_t size);
 

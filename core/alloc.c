@@ -83,6 +83,25 @@ static void warn_negative(const struct alloy_allocator *a, const char *what,
 		a->name, (long long)v, what);
 }
 
+struct alloy_allocator *alloy__pick_default_any(int device_type, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_get();
+	struct alloy_allocator *a;
+
+	if (likely(t))
+		return alloy__pick_default(t, device_type, size, false);
+	/* No record: the shared window and the shared totals. */
+	atomic_fetch_add(&alloy__shared_windows, 1);
+	a = atomic_load(&alloy__defaults[device_type]);
+	if (a) {
+		alloy__tcount_add_shared(a->counters + ALLOY__C_ALLOCS, 1);
+		alloy__tcount_add_shared(a->counters + ALLOY__C_BYTES,
+					 (int64_t)size);
+	}
+	atomic_fetch_sub(&alloy__shared_windows, 1);
+	return a;
+}
+
 void alloy__uncount_alloc(struct alloy_allocator *a, size_t size)
 {
 	struct alloy__tls *t = alloy__tls_get();
@@ -257,7 +276,6 @@ alloc_default_slow(int device_type, size_t size, unsigned flags,
 		   struct alloy_data_ptr *out)
 {
 	struct alloy_allocator *a;
-	struct alloy__tls *t;
 	size_t align;
 	int rc;
 
@@ -274,21 +292,7 @@ alloc_default_slow(int device_type, size_t size, unsigned flags,
 	if (unlikely(size_unusual(size)))
 		return size_refused("alloy_alloc_default", device_type, size,
 				    align, out);
-	t = alloy__tls_get();
-	if (likely(t)) {
-		a = alloy__pick_default(t, device_type, size, false);
-	} else {
-		/* No record: the shared window and the shared totals. */
-		atomic_fetch_add(&alloy__shared_windows, 1);
-		a = atomic_load(&alloy__defaults[device_type]);
-		if (a) {
-			alloy__tcount_add_shared(a->counters + ALLOY__C_ALLOCS,
-						 1);
-			alloy__tcount_add_shared(a->counters + ALLOY__C_BYTES,
-						 (int64_t)size);
-		}
-		atomic_fetch_sub(&alloy__shared_windows, 1);
-	}
+	a = alloy__pick_default_any(device_type, size);
 	if (unlikely(!a)) {
 		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(

@@ -229,7 +229,6 @@ static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
 						  const char *func)
 {
 	struct alloy_allocator *a;
-	struct alloy__tls *t;
 
 	if (!host_device(device_type))
 		return fail(
@@ -248,20 +247,7 @@ static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
 			"size %zu exceeds the largest block alloy makes (%zu bytes)",
 			size, PLAIN_SIZE_MAX);
 	alloy__ensure_init();
-	t = alloy__tls_get();
-	if (t) {
-		a = alloy__pick_default(t, device_type, size, false);
-	} else {
-		atomic_fetch_add(&alloy__shared_windows, 1);
-		a = atomic_load(&alloy__defaults[device_type]);
-		if (a) {
-			alloy__tcount_add_shared(a->counters + ALLOY__C_ALLOCS,
-						 1);
-			alloy__tcount_add_shared(a->counters + ALLOY__C_BYTES,
-						 (int64_t)size);
-		}
-		atomic_fetch_sub(&alloy__shared_windows, 1);
-	}
+	a = alloy__pick_default_any(device_type, size);
 	if (!a)
 		return fail(
 			ENODEV, func,

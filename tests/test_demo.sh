@@ -37,6 +37,12 @@ check "the simulated GPU avoids device calls by caching" \
 	'grep -Eq "served by [0-9]+ device mallocs: [1-9][0-9]* device calls avoided by caching" "$out"'
 check "the trace is complete" '[ -s "$dir/d/trace.alloy" ] && tail -1 "$dir/d/trace.alloy" | grep -q "^end "'
 check "the timeline pictures are written" '[ -s "$dir/d/timeline.html" ] && [ -s "$dir/d/timeline.svg" ]'
+check "what held the CPU peak, by blob" \
+	'grep -q "^peak of cpu:0: [1-9][0-9]* bytes" "$dir/d/peak.txt" && grep -Eq "^ +[1-9][0-9]* +[0-9.]+% +[1-9][0-9]*  fc0_w$" "$dir/d/peak.txt"'
+check "the simulated GPU's peak too" 'grep -q "^peak of cuda:0: [1-9][0-9]* bytes" "$dir/d/peak.txt"'
+check "the flame graph of blobs is written" '[ -s "$dir/d/flamegraph.html" ] && grep -q "fc0_w" "$dir/d/flamegraph.html"'
+check "it names every file it wrote" \
+	'for f in trace.alloy timeline.html timeline.svg peak.txt flamegraph.html; do grep -q "^  $dir/d/$f " "$out" || exit 1; done'
 check "it says what to open first" "grep -q '^Open first: $dir/d/timeline.html' \"\$out\""
 
 # A plugin joins the comparison.

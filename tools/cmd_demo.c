@@ -453,19 +453,45 @@ static int spawn_workload(const struct demo_args *a, const char *trace)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-/* `alloy report TRACE ARGS... -o FILE`, as a user would run it. */
-static int render(const char *trace, const char *format, const char *file)
-{
-	char *argv[] = { "report", (char *)trace, "--format", (char *)format,
-			 "-o",	   (char *)file,  NULL };
+/* What the demo writes beside the trace, each by an `alloy report` run. */
+struct product {
+	const char *file;    /* in the output directory */
+	const char *args[5]; /* after "report TRACE"; NULL-terminated */
+	const char *what;
+};
 
-	return cmd_report.run(6, argv);
+static const struct product products[] = {
+	{ "timeline.html",
+	  { "--format", "html" },
+	  "live bytes per allocator over the run, the swaps and the peak" },
+	{ "timeline.svg", { "--format", "svg" }, "the same picture, static" },
+	{ "peak.txt",
+	  { "--at", "peak" },
+	  "what was live at each device's peak, by blob" },
+	{ "flamegraph.html",
+	  { "--format", "flamegraph", "--by", "owner" },
+	  "the peaks as flame graphs of blobs" },
+};
+
+#define NPRODUCTS (sizeof(products) / sizeof(products[0]))
+
+/* `alloy report TRACE ARGS... -o FILE`, as a user would run it. */
+static int render(const char *trace, const struct product *p, const char *file)
+{
+	char *argv[10] = { "report", (char *)trace };
+	int argc = 2;
+
+	for (int i = 0; p->args[i]; i++)
+		argv[argc++] = (char *)p->args[i];
+	argv[argc++] = "-o";
+	argv[argc++] = (char *)file;
+	return cmd_report.run(argc, argv);
 }
 
 static int run_demo(int argc, char **argv)
 {
 	struct demo_args a = { .out = "alloy-demo" };
-	char trace[PATH_MAX], html[PATH_MAX], svg[PATH_MAX];
+	char trace[PATH_MAX], path[NPRODUCTS][PATH_MAX];
 	bool child = false;
 	int rc = parse(argc, argv, &a, &child);
 
@@ -480,22 +506,25 @@ static int run_demo(int argc, char **argv)
 	}
 	if (!user_trace(trace, sizeof(trace)))
 		snprintf(trace, sizeof(trace), "%s/trace.alloy", a.out);
-	snprintf(html, sizeof(html), "%s/timeline.html", a.out);
-	snprintf(svg, sizeof(svg), "%s/timeline.svg", a.out);
 	rc = spawn_workload(&a, trace);
 	if (rc) {
 		fprintf(stderr, "alloy demo: the workload failed (%s)\n",
 			strerror(-rc));
 		return EXIT_PROBLEM;
 	}
-	if (render(trace, "html", html) || render(trace, "svg", svg))
-		return EXIT_PROBLEM;
-	printf("\nWritten:\n"
-	       "  %-28s every allocation and free (alloy report, alloy replay read it)\n"
-	       "  %-28s live bytes per allocator over the run, the swaps and the peak\n"
-	       "  %-28s the same picture, static\n"
-	       "Open first: %s\n",
-	       trace, html, svg, html);
+	for (size_t i = 0; i < NPRODUCTS; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", a.out,
+			 products[i].file);
+		if (render(trace, &products[i], path[i]))
+			return EXIT_PROBLEM;
+	}
+	printf("\nWritten:\n  %-30s every allocation and free, with its blob "
+	       "(alloy report, alloy replay read it)\n",
+	       trace);
+	for (size_t i = 0; i < NPRODUCTS; i++)
+		printf("  %-30s %s\n", path[i], products[i].what);
+	printf("Open first: %s (click any moment to see what was live)\n",
+	       path[0]);
 	return 0;
 }
 
@@ -512,7 +541,8 @@ const struct cli_command cmd_demo = {
 		"while it runs, and prints them side by side: time per step, peak live\n"
 		"bytes, peak reserved bytes, allocations.  Then the same loop on the\n"
 		"simulated GPU through the caching and pinned-host allocators.  The run\n"
-		"is traced; the trace and the timeline are written to DIR.\n"
+		"is traced; the trace, the timeline, what held the memory at the peak\n"
+		"and its flame graph are written to DIR.\n"
 		"\n"
 		"  --quick        a few steps per allocator (tests)\n"
 		"  --out DIR      where the files go (default ./alloy-demo)\n"

@@ -54,6 +54,9 @@ static double y_of(double v, double ymax)
 	return BOTTOM - (v / ymax) * (BOTTOM - TOP);
 }
 
+/* The total of all series: a colour no series has. */
+#define ALL_COLOUR "#b8b8b8"
+
 static void path(FILE *out, const struct series_px *s, double ymax,
 		 const char *colour, double width)
 {
@@ -164,11 +167,15 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 		LEFT, RIGHT, BOTTOM, BOTTOM, LEFT, LEFT, TOP, BOTTOM,
 		(LEFT + RIGHT) / 2, BOTTOM + 40);
 
-	/* The series, then the total on top. */
+	/*
+	 * The total first, as a wide pale band, then the series over it: when
+	 * one allocator serves at a time (a swap) the total is that series,
+	 * and drawn on top it would hide it.
+	 */
+	if (show_all)
+		path(out, &px[ns], ymax, ALL_COLOUR, 5.0);
 	for (size_t s = 0; s < ns; s++)
 		path(out, &px[s], ymax, colours[s % nc], 1.6);
-	if (show_all)
-		path(out, &px[ns], ymax, "#000000", 2.2);
 
 	/* The peak. */
 	if (sum->all.peak_bytes) {
@@ -200,7 +207,7 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 			"<text x=\"%d\" y=\"%d\">%s %s</text>"
 			"<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s, %llu allocs</text>\n",
 			RIGHT + 16, y - 4,
-			s == ns ? "#000000" : colours[s % nc], RIGHT + 36, y,
+			s == ns ? ALL_COLOUR : colours[s % nc], RIGHT + 36, y,
 			s == ns ? "all" : tr->series[s].allocator,
 			s == ns ? "" : tr->series[s].device, RIGHT + 36, y + 15,
 			trace_human_bytes(s == ns ? sum->all.peak_bytes

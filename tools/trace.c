@@ -708,6 +708,10 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 	return fail(r, "unknown record \"%c\"", op);
 }
 
+/* Every trace starts with these bytes (docs/TRACE-FORMAT.md). */
+#define TRACE_MAGIC "alloy-trace "
+#define MAGIC_LEN   (sizeof(TRACE_MAGIC) - 1)
+
 /* ---- lines ---------------------------------------------------------- */
 
 static int header(struct reader *r, const char *line, size_t len)
@@ -716,11 +720,11 @@ static int header(struct reader *r, const char *line, size_t len)
 	uint64_t v = 0;
 	char key[16];
 
-	if (len < 12 || memcmp(line, "alloy-trace ", 12))
+	if (len < MAGIC_LEN || memcmp(line, TRACE_MAGIC, MAGIC_LEN))
 		return fail(
 			r,
 			"not an alloy trace (no \"alloy-trace VERSION\" header)");
-	t.p += 11;
+	t.p += MAGIC_LEN - 1; /* at the blank */
 	if (!sep(&t) || !dec(&t, &v))
 		return fail(
 			r,
@@ -848,6 +852,20 @@ static char *load(const char *path, size_t *len, bool *mapped, char *err,
 		if (!k)
 			break;
 		n += (size_t)k;
+		/*
+		 * A stream is read whole before parsing: check its first
+		 * bytes as soon as they are in, so that something endless
+		 * that is no trace (/dev/zero, /dev/full) is refused then,
+		 * not read until memory runs out.
+		 */
+		if (memcmp(buf, TRACE_MAGIC, n < MAGIC_LEN ? n : MAGIC_LEN)) {
+			snprintf(err, errlen,
+				 "%s: not an alloy trace (no \"alloy-trace VERSION\" header)",
+				 path);
+			close(fd);
+			free(buf);
+			return NULL;
+		}
 	}
 	close(fd);
 	*len = n;
