@@ -460,8 +460,33 @@ static const struct alloy_allocator_ops debug_ops = {
 	/* no realloc: alloc + copy + free keeps every block checked */
 };
 
+/*
+ * fork() while another thread holds the lock would leave it held in the
+ * child for good: the child's next allocation on debug hangs.  Held across
+ * fork, as core's locks are (core/fork.c).  Only the process's malloc
+ * (report() formatting) is called under it, which glibc, or the front's
+ * bootstrap allocator, keeps safe across fork itself.
+ */
+static void debug_fork_lock(void)
+{
+	pthread_mutex_lock(&ds.lock);
+}
+
+static void debug_fork_unlock(void)
+{
+	pthread_mutex_unlock(&ds.lock);
+}
+
+static void debug_fork_setup(void)
+{
+	pthread_atfork(debug_fork_lock, debug_fork_unlock, debug_fork_unlock);
+}
+
 int alloy__register_debug_allocator(void)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&fork_once, debug_fork_setup);
 	return alloy__wrap_register(&ds.w, &debug_ops);
 }
 
