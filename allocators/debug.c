@@ -461,32 +461,33 @@ static const struct alloy_allocator_ops debug_ops = {
 };
 
 /*
- * fork() while another thread holds the lock would leave it held in the
- * child for good: the child's next allocation on debug hangs.  Held across
- * fork, as core's locks are (core/fork.c).  Only the process's malloc
- * (report() formatting) is called under it, which glibc, or the front's
- * bootstrap allocator, keeps safe across fork itself.
+ * fork(): another thread may hold the table's lock at that moment, and
+ * the child, where that thread does not exist, would hang at its first
+ * allocation through debug.  The lock is taken before fork and released
+ * on both sides.  Registered after core's handlers (alloy__fork_setup
+ * runs first at init), so this prepare runs before theirs: the table's
+ * lock is the outer one, held around calls into the inner allocator.
  */
-static void debug_fork_lock(void)
+static void fork_prepare(void)
 {
 	pthread_mutex_lock(&ds.lock);
 }
 
-static void debug_fork_unlock(void)
+static void fork_release(void)
 {
 	pthread_mutex_unlock(&ds.lock);
 }
 
-static void debug_fork_setup(void)
+static void fork_setup(void)
 {
-	pthread_atfork(debug_fork_lock, debug_fork_unlock, debug_fork_unlock);
+	pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
 int alloy__register_debug_allocator(void)
 {
-	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&fork_once, debug_fork_setup);
+	pthread_once(&once, fork_setup);
 	return alloy__wrap_register(&ds.w, &debug_ops);
 }
 

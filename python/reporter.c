@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * python/reporter.c - the reporter from Python: counts as a dict, peaks,
- * the text and JSON report, the trace.
+ * the text and JSON report, the trace, owner labels.
  */
 #include <string.h>
 
@@ -243,6 +243,48 @@ static PyObject *py_flush(PyObject *self, PyObject *noargs)
 	Py_RETURN_NONE;
 }
 
+/*
+ * Owner labels are the calling OS thread's (core/owner.c), and a Python
+ * thread is one: `with alloy.owner(...)` names what that thread allocates.
+ */
+static PyObject *py_owner_push(PyObject *self, PyObject *args)
+{
+	const char *label;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, "s", &label) || alloy__py_ready())
+		return NULL;
+	rc = alloy_owner_push(label);
+	if (rc)
+		return alloy__py_raise(rc == -EINVAL ? PyExc_ValueError : NULL,
+				       rc);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_owner_pop(PyObject *self, PyObject *noargs)
+{
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	rc = alloy_owner_pop();
+	if (rc)
+		return alloy__py_raise(NULL, rc);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_owner_current(PyObject *self, PyObject *noargs)
+{
+	const char *path;
+
+	if (alloy__py_ready())
+		return NULL;
+	path = alloy_owner_current();
+	if (!path || !path[0])
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(path);
+}
+
 PyMethodDef alloy__py_reporter_methods[] = {
 	{ "snapshot", py_snapshot, METH_NOARGS,
 	  "snapshot() -> {'enabled', 'total', 'allocators': {name: {device: counts}}, ...}" },
@@ -263,5 +305,11 @@ PyMethodDef alloy__py_reporter_methods[] = {
 	  "trace_stop(): finish and close the trace" },
 	{ "flush", py_flush, METH_NOARGS,
 	  "flush(): write the trace and event log out now" },
+	{ "owner_push", py_owner_push, METH_VARARGS,
+	  "owner_push(label): this thread's blocks are owned by label (nested labels join with '/')" },
+	{ "owner_pop", py_owner_pop, METH_NOARGS,
+	  "owner_pop(): take this thread's top owner label off" },
+	{ "owner_current", py_owner_current, METH_NOARGS,
+	  "owner_current() -> this thread's owner path, or None" },
 	{ NULL, NULL, 0, NULL },
 };

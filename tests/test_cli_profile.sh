@@ -72,6 +72,15 @@ check "--at that is no time is a usage error (exit 2)" '[ "$rc" = 2 ] && grep -q
 rc=$(run report "$dir/p.trace" --format svg --at peak)
 check "--at with the timeline is a usage error" '[ "$rc" = 2 ]'
 
+# ---- alloy demo: its workspace blobs are the owners at the peak ---------
+ALLOY_CONF="trace:$dir/demo.trace,backtrace:1" "$ALLOY" demo >"$out" 2>"$err"
+check "alloy demo runs traced with call stacks" '[ $? = 0 ]'
+rc=$(run report "$dir/demo.trace" --at peak --format json -o "$dir/demo.json")
+check "demo at peak: the net's blobs own the CPU peak, and the owners add up to it" \
+	'[ "$rc" = 0 ] && json "$dir/demo.json" "[(set(o[\"owner\"] for o in v[\"owners\"]) >= {\"data\", \"fc0_w\", \"fc0_w_grad\", \"relu0\"}, sum(o[\"bytes\"] for o in v[\"owners\"]) == v[\"bytes\"]) for v in d[\"devices\"] if v[\"device\"] == \"cpu:0\"] == [(True, True)]"'
+check "demo at peak: its sites name the demo's functions" \
+	'json "$dir/demo.json" "any(f[\"function\"] == \"demo_net_step\" for v in d[\"devices\"] for s in v[\"sites\"] for f in s[\"stack\"])"'
+
 # ---- the flame graph files (their rendering: test_flamegraph.sh) --------
 rc=$(run report "$dir/p.trace" --format flamegraph -o "$dir/f.html")
 check "flamegraph page written, self-contained" \

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <alloy/debug.h>
+
 #include "testutil.h"
 
 #define FORKS 40
@@ -101,6 +103,58 @@ START_TEST(fork_while_other_threads_allocate)
 		ck_assert_int_eq(alloy_allocator_live_blocks(swap_a[i]), 0);
 	}
 	ck_assert_ok(alloy_unregister_allocator("t_fork0"));
+}
+END_TEST
+
+/*
+ * The debug wrapper keeps its table of blocks under a lock of its own: a
+ * child forked while another thread held it would hang at its first
+ * allocation through debug (seen under `alloy run --conf cpu:debug`).
+ */
+#define DEBUG_FORKS 300
+
+static void *allocate_plain(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		void *p = alloy_malloc(100);
+
+		if (!p)
+			ck_abort_msg("allocation failed: %s",
+				     alloy_last_error());
+		alloy_free(p);
+	}
+	return NULL;
+}
+
+START_TEST(fork_while_other_threads_use_the_debug_allocator)
+{
+	pthread_t t[2];
+
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CPU, "debug"));
+	atomic_store(&stop, false);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, allocate_plain, NULL);
+	for (int i = 0; i < DEBUG_FORKS; i++) {
+		int st = 0;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			void *p = alloy_malloc(64);
+
+			alloy_free(p);
+			_exit(p ? 0 : 1);
+		}
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "fork %d: child status %d", i, st);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CPU, "default"));
+	ck_assert_int_eq(alloy_debug_errors(-1), 0);
 }
 END_TEST
 
@@ -195,6 +249,7 @@ Suite *suite_fork(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, fork_while_other_threads_allocate);
+	tcase_add_test(tc, fork_while_other_threads_use_the_debug_allocator);
 	tcase_add_test(tc, double_free_of_a_copied_data_ptr_is_reported);
 	suite_add_tcase(s, tc);
 	return s;

@@ -6,6 +6,8 @@ reporter's counts and trace, and alloy tensors shared through DLPack.
     alloy.numpy.enable()          # NumPy's arrays from alloy's CPU default
     alloy.torch.enable()          # PyTorch's CPU tensors too
     alloy.snapshot()              # counts per allocator and device
+    with alloy.owner("layer3"):   # what this thread allocates is layer3's
+        ...
     t = alloy.empty((2, 3), "float32")
     a = numpy.from_dlpack(t)      # the same memory, no copy
 
@@ -16,7 +18,8 @@ docs/PYTHON.md.
 from contextlib import contextmanager
 
 from ._alloy import (Tensor, allocators, conf_errors, empty, flush,
-                     from_dlpack, get_default, plain_allocator,
+                     from_dlpack, get_default, owner_current, owner_pop,
+                     owner_push, plain_allocator,
                      plain_bad_frees, plain_owns, report, reporter_disable,
                      reporter_enable, reporter_enabled, reset_peaks,
                      set_default, snapshot, trace_start, trace_stop,
@@ -25,7 +28,8 @@ from . import numpy, torch
 
 __all__ = [
     "Tensor", "allocators", "conf_errors", "empty", "flush", "from_dlpack",
-    "get_default", "numpy", "plain_allocator", "plain_bad_frees",
+    "get_default", "numpy", "owner", "owner_current", "owner_pop",
+    "owner_push", "plain_allocator", "plain_bad_frees",
     "plain_owns", "report", "reporter", "reporter_disable",
     "reporter_enable", "reporter_enabled", "reset_peaks", "set_default",
     "snapshot", "torch", "trace", "trace_start", "trace_stop", "version",
@@ -53,3 +57,18 @@ def trace(path):
         yield
     finally:
         trace_stop()
+
+
+@contextmanager
+def owner(label):
+    """Label what this thread allocates inside the block as owned by label
+    (nested blocks join their labels with '/': "model/layer3").  The
+    at-peak report and the flame graph group bytes by it
+    (docs/REPORTER.md).  The label is the thread's, so a generator or
+    coroutine that suspends inside the block leaves it in force for
+    whatever the thread runs meanwhile."""
+    owner_push(label)
+    try:
+        yield
+    finally:
+        owner_pop()

@@ -10,6 +10,15 @@ import alloy
 from conftest import run
 
 
+@pytest.fixture
+def alloy_cmd():
+    """The build's alloy command (make check sets ALLOY), or a skip."""
+    cmd = os.environ.get("ALLOY")
+    if not cmd:
+        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+    return cmd
+
+
 def test_snapshot_has_counts_per_allocator_and_device():
     with alloy.reporter(), alloy.numpy.allocator():
         a = np.ones(1 << 17)  # 1 MiB
@@ -71,10 +80,7 @@ def test_trace_start_and_stop_write_a_trace(tmp_path):
         alloy.trace_start(str(tmp_path / "no" / "such" / "dir"))
 
 
-def test_the_trace_reads_back_with_the_alloy_command(tmp_path):
-    alloy_cmd = os.environ.get("ALLOY")
-    if not alloy_cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+def test_the_trace_reads_back_with_the_alloy_command(tmp_path, alloy_cmd):
     path = str(tmp_path / "t.trace")
     r = run("""
 import alloy, numpy as np
@@ -102,3 +108,50 @@ del xs
     assert "no leaks" in r.stderr
     row = [l for l in r.stderr.splitlines() if l.startswith("default ")]
     assert row and int(row[0].split()[5]) >= 50  # allocs
+
+
+def test_owner_labels_nest_and_restore():
+    assert alloy.owner_current() is None
+    with alloy.owner("model"):
+        with alloy.owner("layer1"):
+            assert alloy.owner_current() == "model/layer1"
+        assert alloy.owner_current() == "model"
+    assert alloy.owner_current() is None
+    with pytest.raises(RuntimeError):
+        with alloy.owner("model"):
+            raise RuntimeError("inside")
+    assert alloy.owner_current() is None  # popped on the way out
+    with pytest.raises(ValueError, match="empty"):
+        alloy.owner_push("")
+    with pytest.raises(ValueError, match="control character"):
+        alloy.owner_push("a\nb")
+    with pytest.raises(LookupError, match="no owner label"):
+        alloy.owner_pop()
+
+
+def test_owners_name_the_bytes_at_the_peak(tmp_path, alloy_cmd):
+    """`with alloy.owner(...)` labels NumPy's arrays; `alloy report --at
+    peak` gives each owner its exact bytes."""
+    path = str(tmp_path / "o.trace")
+    r = run("""
+import alloy, numpy as np
+alloy.numpy.enable()
+with alloy.trace(%r):
+    with alloy.owner("model"):
+        with alloy.owner("layer1"):
+            a = np.ones(1 << 17)     # 1 MiB
+        b = np.ones(1 << 16)         # 512 KiB
+    c = np.ones(1 << 14)             # 128 KiB, no owner
+    del a, b, c
+""" % path)
+    assert r.returncode == 0, r.stderr
+    import subprocess
+    out = subprocess.run([alloy_cmd, "report", path, "--at", "peak",
+                          "--format", "json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    dev = json.loads(out.stdout)["devices"][0]
+    owners = {o["owner"]: (o["bytes"], o["blocks"]) for o in dev["owners"]}
+    assert owners["model/layer1"] == (1 << 20, 1)
+    assert owners["model"] == (1 << 19, 1)
+    assert owners[None][0] >= 1 << 17
+    assert dev["bytes"] == sum(b for b, _ in owners.values())
