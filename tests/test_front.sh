@@ -52,8 +52,9 @@ check "100 rounds of threads: alloy's own memory does not grow" \
 	'[ $rc = 0 ] && grep -q "100 rounds" "$out"'
 # front_prog forks while four threads allocate: a lock an allocator held
 # at that moment stays held in the child unless it is held across fork.
-# The race is hit in some runs only (the debug wrapper's lock hung 3 of
-# 40 before it was; main fixed it too): 15 runs per backend, each must exit.
+# The race is hit in some runs only (the debug wrapper's lock, before
+# it was held across fork, hung 3 runs of 40): 15 runs per backend, each
+# must exit.
 for b in $(front_backends); do
 	hung=0
 	for i in $(seq 1 15); do
