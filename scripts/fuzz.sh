@@ -58,7 +58,10 @@ mkdir -p "$build"
 )
 # The static library has no constructor run for it unless something pulls
 # it in: take the whole archive, as a program linked with it would.
-libs="-Wl,--whole-archive $build/.libs/liballoy.a -Wl,--no-whole-archive -lpthread -ldl -lm"
+# What liballoy itself links with (libunwind for the reporter's stacks),
+# as configure found it.
+deplibs=$(sed -n 's/^LIBUNWIND_LIBS = //p' "$build/Makefile")
+libs="-Wl,--whole-archive $build/.libs/liballoy.a -Wl,--no-whole-archive $deplibs -lpthread -ldl -lm"
 inc="-D_GNU_SOURCE -I. -Iinclude -I$build/include -I$build"
 declare -A extra=([conf]="" [trace]="tools/trace.c" [ops]=""
 	[plugin]="-rdynamic -ldl -DFUZZ_PLUGIN_PATH=\"$PWD/$build/fuzz_plugin_so.so\"")
