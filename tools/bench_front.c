@@ -7,8 +7,9 @@
  * The workload is CPython (Debian's /usr/bin/python3) encoding and
  * decoding a JSON document of 12,000 small records a number of times,
  * with PYTHONMALLOC=malloc so that every object Python makes is a malloc
- * and a free: some 2 million pairs a round, of 16 bytes to a few KiB, the
- * most malloc-bound program one can have that still does real work.  Four
+ * and a free: some 400,000 pairs a round, of 16 bytes to a few KiB, and
+ * realloc of the growing output, a malloc-bound program that still does
+ * real work.  Four
  * ways of running it, in the same run, the order rotating each round:
  *
  *   python3                                  glibc's malloc, no front
@@ -22,9 +23,14 @@
  * --quick, each way is also run once under callgrind
  * (--trace-children=yes: `alloy run` and what it execs) for instructions,
  * which machine noise does not move.
+ *
+ * The pairs, 64 bytes on the CPU default allocator, are timed in
+ * alternating chunks and counted under callgrind too: everything the pair
+ * executes (glibc's malloc included), and alloy's own part alone.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +169,21 @@ static void ratio(const char *what, double base, double way, double goal)
 		     goal > 0 ? GOAL_AT_LEAST : GOAL_NONE, goal);
 }
 
+/* A summary row: throughput of way w against base, >= 0.90. */
+static void summarise(enum way w, enum way base, const double *med,
+		      const double *ins, const char *figure)
+{
+	char measured[32], instr[96] = "n/a";
+	double r = med[base] / med[w];
+
+	snprintf(measured, sizeof(measured), "%.2f", r);
+	if (!isnan(ins[w]) && !isnan(ins[base]))
+		snprintf(instr, sizeof(instr), "%.3g / %.3g (%.3fx)", ins[w],
+			 ins[base], ins[w] / ins[base]);
+	bench_summary(figure, ">= 0.90", measured, instr,
+		      bench_verdict(r >= 0.90));
+}
+
 static int workload(const struct bench_opts *opts, bool jemalloc)
 {
 	const char *argv[16];
@@ -174,7 +195,7 @@ static int workload(const struct bench_opts *opts, bool jemalloc)
 	char metric[96];
 
 	if (access(PYTHON, X_OK)) {
-		printf("  skipped: the workload needs %s\n", PYTHON);
+		bench_note("skipped: the workload needs %s", PYTHON);
 		return 0;
 	}
 	/* A path valgrind can exec too, unlike /proc/self/exe. */
@@ -203,21 +224,34 @@ static int workload(const struct bench_opts *opts, bool jemalloc)
 	if (jemalloc)
 		ratio("alloy run cpu:jemalloc / LD_PRELOAD jemalloc",
 		      med[JEMALLOC], med[FRONT_JEMALLOC], 0.90);
-	if (opts->quick || access("/usr/bin/valgrind", X_OK))
-		return 0;
-	for (int w = 0; w < nways; w++) {
-		ins[w] = instructions((enum way)w, self);
-		if (ins[w] < 0) {
-			printf("  skipped: instruction counts (callgrind failed)\n");
-			return 0;
-		}
+	for (int w = 0; w < nways; w++)
+		ins[w] = NAN;
+	if (!opts->quick && !access("/usr/bin/valgrind", X_OK)) {
+		for (int w = 0; w < nways; w++)
+			ins[w] = instructions((enum way)w, self);
+		for (int w = 0; w < nways; w++)
+			if (ins[w] < 0) {
+				bench_note(
+					"skipped: instruction counts (callgrind failed: %s)",
+					way_name[w]);
+				for (int k = 0; k < nways; k++)
+					ins[k] = NAN;
+				break;
+			}
 	}
-	bench_result(GROUP, "instructions alloy run / no front",
-		     ins[FRONT] / ins[NO_FRONT], "x", GOAL_NONE, 0);
-	if (jemalloc)
+	if (!isnan(ins[FRONT]))
+		bench_result(GROUP, "instructions alloy run / no front",
+			     ins[FRONT] / ins[NO_FRONT], "x", GOAL_NONE, 0);
+	if (jemalloc && !isnan(ins[FRONT_JEMALLOC]))
 		bench_result(
 			GROUP, "instructions alloy run cpu:jemalloc / jemalloc",
 			ins[FRONT_JEMALLOC] / ins[JEMALLOC], "x", GOAL_NONE, 0);
+	summarise(FRONT, NO_FRONT, med, ins,
+		  "alloy run / no front, Python JSON (throughput)");
+	if (jemalloc)
+		summarise(
+			FRONT_JEMALLOC, JEMALLOC, med, ins,
+			"alloy run cpu:jemalloc / LD_PRELOAD jemalloc (throughput)");
 	return 0;
 }
 
@@ -253,6 +287,62 @@ static double dataptr_round(long iters)
 	return (bench_now_ns() - t0) / (double)iters;
 }
 
+static void cg_plain(const struct bench_cg_case *c, long pairs)
+{
+	(void)c;
+	plain_round(pairs);
+}
+
+static void cg_dataptr(const struct bench_cg_case *c, long pairs)
+{
+	(void)c;
+	dataptr_round(pairs);
+}
+
+/* Each pair whole (glibc's malloc in it), then alloy's own part alone. */
+enum { CG_PLAIN, CG_DATAPTR, CG_PLAIN_ALLOY, CG_DATAPTR_ALLOY, CG_N };
+
+static const struct bench_cg_case cg_cases[CG_N] = {
+	[CG_PLAIN] = { "alloy_malloc+alloy_free", cg_plain, PAIR_LEN },
+	[CG_DATAPTR] = { "alloy_alloc_default+data_ptr_free", cg_dataptr,
+			 PAIR_LEN },
+	[CG_PLAIN_ALLOY] = { "alloy_malloc+alloy_free", cg_plain, PAIR_LEN,
+			     .count = COUNT_ALLOY },
+	[CG_DATAPTR_ALLOY] = { "alloy_alloc_default+data_ptr_free", cg_dataptr,
+			       PAIR_LEN, .count = COUNT_ALLOY },
+};
+
+static int front_callgrind_child(void)
+{
+	if (bench_use_default())
+		return -1;
+	return bench_cg_cases(cg_cases, CG_N);
+}
+
+static void pair_instructions(const struct bench_opts *opts, double ratio)
+{
+	double ins[CG_N];
+	char instr[128] = "n/a", measured[32];
+
+	if (!bench_instructions(opts, GROUP, cg_cases, CG_N, ins)) {
+		bench_result(GROUP, "instructions, alloy_malloc+alloy_free",
+			     ins[CG_PLAIN], "instr", GOAL_NONE, 0);
+		bench_result(GROUP, "instructions, DataPtr pair",
+			     ins[CG_DATAPTR], "instr", GOAL_NONE, 0);
+		bench_result(GROUP, "  of which alloy's, plain pair",
+			     ins[CG_PLAIN_ALLOY], "instr", GOAL_NONE, 0);
+		bench_result(GROUP, "  of which alloy's, DataPtr pair",
+			     ins[CG_DATAPTR_ALLOY], "instr", GOAL_NONE, 0);
+		snprintf(instr, sizeof(instr),
+			 "%.0f / %.0f; alloy's own %.0f / %.0f", ins[CG_PLAIN],
+			 ins[CG_DATAPTR], ins[CG_PLAIN_ALLOY],
+			 ins[CG_DATAPTR_ALLOY]);
+	}
+	snprintf(measured, sizeof(measured), "%.2f", ratio);
+	bench_summary("plain pair / DataPtr pair, 64 B (time)", "<= 1.3",
+		      measured, instr, bench_verdict(ratio <= 1.3));
+}
+
 static int pairs(const struct bench_opts *opts)
 {
 	enum { CHUNKS = 15 };
@@ -282,6 +372,7 @@ static int pairs(const struct bench_opts *opts)
 		     "ns/pair", GOAL_NONE, 0);
 	bench_result(GROUP, "time plain pair / DataPtr pair", mp / md, "x",
 		     GOAL_AT_MOST, 1.3);
+	pair_instructions(opts, mp / md);
 	return 0;
 }
 
@@ -292,7 +383,7 @@ static int run_front(const struct bench_opts *opts)
 	alloy_init();
 	je = alloy_request_allocator("jemalloc");
 	if (!je)
-		printf("  skipped: the jemalloc ways (no jemalloc module)\n");
+		bench_note("skipped: the jemalloc ways (no jemalloc module)");
 	return pairs(opts) || workload(opts, je != NULL);
 }
 
@@ -300,4 +391,5 @@ const struct bench bench_front = {
 	.name = "front",
 	.help = "the LD_PRELOAD front on a malloc-bound Python workload, and the plain-pointer pair",
 	.run = run_front,
+	.callgrind_child = front_callgrind_child,
 };

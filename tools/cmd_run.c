@@ -38,6 +38,9 @@
 #define STATIC_TLS_TUNABLE "glibc.rtld.optional_static_tls"
 #define STATIC_TLS_BYTES   "4096"
 
+/* The leak report of a foreign program: a count and the top sites. */
+#define FOREIGN_LEAKS "leaks:summary"
+
 struct run_opts {
 	const char *conf, *report, *trace;
 };
@@ -118,9 +121,16 @@ static int init_quietly(void)
 }
 
 /*
- * ALLOY_CONF for the program: the environment's, then --conf, then
- * --report and --trace (later items win).  Checked here, where a bad part
- * is a usage error: alloy's own start prints one line for each.
+ * ALLOY_CONF for the program: leaks:summary, then the environment's, then
+ * --conf, then --report and --trace (later items win).  Checked here,
+ * where a bad part is a usage error: alloy's own start prints one line
+ * for each.
+ *
+ * leaks:summary first: a program nobody wrote against alloy keeps most of
+ * what it allocates until exit without freeing it, and a list of every
+ * such block would bury the report; the count and the sites holding the
+ * most say what a leak list would.  An own leaks item (leaks:full) comes
+ * later and wins.
  */
 static int set_conf(const struct run_opts *o, const char *prog)
 {
@@ -128,6 +138,10 @@ static int set_conf(const struct run_opts *o, const char *prog)
 	char cfg[ALLOY_CONF_MAX_LENGTH + 1] = "";
 	int nerr;
 
+	/* A nested alloy run finds it first in the environment's already. */
+	if ((!env || strncmp(env, FOREIGN_LEAKS, strlen(FOREIGN_LEAKS))) &&
+	    conf_add(cfg, sizeof(cfg), NULL, FOREIGN_LEAKS))
+		return EXIT_USAGE;
 	if ((env && *env && conf_add(cfg, sizeof(cfg), NULL, env)) ||
 	    (o->conf && *o->conf &&
 	     conf_add(cfg, sizeof(cfg), NULL, o->conf)) ||
@@ -254,9 +268,12 @@ const struct cli_command cmd_run = {
 		"\n"
 		"  --conf CONF    ALLOY_CONF items for the program (cpu:jemalloc,\n"
 		"                 cpu:debug, backtrace:1, ...), after the environment's\n"
-		"  --report FILE  the exit report: a path, stderr or stdout\n"
+		"  --report FILE  the exit report: a path, stderr or stdout; %p in a\n"
+		"                 path is the process id, a report per process\n"
 		"  --trace FILE   the event trace (docs/TRACE-FORMAT.md)\n"
 		"\n"
+		"Blocks live at exit are reported as a count and the sites holding\n"
+		"the most (with backtrace:1); --conf leaks:full lists each.\n"
 		"A bad configuration is refused before the program runs (exit 2).\n"
 		"Exit status: the program's; 127 when it is not found, 126 when it\n"
 		"cannot be run, as a shell says.  Limits (static binaries, programs\n"

@@ -68,7 +68,8 @@ static int by_bytes(const void *a, const void *b)
 /* Hand the sorted groups over to *out / *n. */
 static void groups_take(struct groups *gs, struct at_group **out, size_t *n)
 {
-	qsort(gs->g, gs->n, sizeof(*gs->g), by_bytes);
+	if (gs->n) /* none: g is NULL, which qsort may not be given */
+		qsort(gs->g, gs->n, sizeof(*gs->g), by_bytes);
 	*out = gs->g;
 	*n = gs->n;
 	blockmap_free(&gs->map);
