@@ -10,6 +10,11 @@ out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 . "$(dirname "$0")/clitest.sh"
 
+. "$(dirname "$0")/sanitizer.sh"
+if sanitizer_build; then
+	echo "skipped: a sanitizer build (valgrind cannot run it)"
+	exit 77
+fi
 if ! command -v valgrind >/dev/null 2>&1; then
 	echo "skipped: valgrind not installed"
 	exit 77

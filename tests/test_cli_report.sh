@@ -59,10 +59,11 @@ check "trace without end record reports with a warning" '[ "$rc" = 0 ] && grep -
 # until memory runs out.  A memory limit keeps a regression from taking the
 # machine down with it; a sanitizer's shadow memory cannot live under one,
 # so a sanitizer build runs without.
+. "$(dirname "$0")/sanitizer.sh"
 limited() { # KiB, command...
 	kib=$1
 	shift
-	if nm -D .libs/liballoy.so 2>/dev/null | grep -q __asan_init; then
+	if sanitizer_build; then
 		"$@"
 	else
 		(ulimit -v "$kib" && "$@")

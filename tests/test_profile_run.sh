@@ -11,6 +11,11 @@
 # names NumPy's object.  Skipped (exit 77) without the Python module or
 # NumPy.  Run from the build directory (make check does).
 set -u
+. "$(dirname "$0")/sanitizer.sh"
+if sanitizer_build; then
+	echo "skipped: a sanitizer build (alloy run cannot preload it)"
+	exit 77
+fi
 py=./python/uninstalled
 if [ ! -x "$py" ]; then
 	echo "skipped: built without the Python module (see configure's python line)"
