@@ -395,7 +395,13 @@ int alloy__rep_trace_open(const char *where, const char *note)
 	uint64_t now;
 	int rc;
 
+	/*
+	 * Under the stream's lock: a thread still emitting into a trace
+	 * stopped a moment ago reads fd there (alloy__stream_begin).
+	 */
+	pthread_mutex_lock(&alloy__rep_trace.lock);
 	alloy__stream_drop(&alloy__rep_trace);
+	pthread_mutex_unlock(&alloy__rep_trace.lock);
 	rc = alloy__stream_open(&alloy__rep_trace, "trace", where, TRACE_BUF);
 	if (rc)
 		return rc;

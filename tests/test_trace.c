@@ -672,6 +672,7 @@ START_TEST(trace_started_at_run_time_is_whole)
 	ck_assert_uint_eq(sum.all.peak_bytes, 2000);
 	ck_assert_uint_eq(sum.all.live_bytes, 766);
 	trace_free(&tr);
+	ck_assert_ok(alloy_reporter_set_backtrace(false));
 
 	atomic_store(&churning, true);
 	for (int i = 0; i < 3; i++)
