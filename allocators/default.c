@@ -28,8 +28,8 @@
  * scope (dlsym on libc's handle searches libc and its dependencies, never
  * a preloaded object).  Without that handle (a static program), usable
  * size is the size asked for and trim releases only the big blocks'
- * cache.  Under AddressSanitizer the plain names are used instead, so that
- * it sees, and checks, alloy's blocks.
+ * cache.  Under a sanitizer that owns malloc the plain names are used
+ * instead (core/sanitizer.h says why).
  */
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
@@ -39,13 +39,14 @@
 
 #include "core/internal.h"
 #include "core/conf.h"
+#include "core/sanitizer.h"
 #include "allocators/bigblock.h"
 #include "allocators/builtin.h"
 
 /* At or above this, size + align goes to a mapping (glibc's threshold). */
 #define BIG_MIN ((size_t)128 << 10)
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef ALLOY_SANITIZER_OWNS_MALLOC
 #define libc_malloc malloc
 #define libc_calloc calloc
 #define libc_free   free

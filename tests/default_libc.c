@@ -9,7 +9,7 @@
  * on to glibc.  It then drives the default allocator's ops directly -
  * small and large blocks, zeroed and junk-filled, usable size, trim,
  * stats, options - and fails if any of its definitions was called.
- * Exit 77 (skipped) under AddressSanitizer, which defines them itself.
+ * Exit 77 (skipped) under a sanitizer, which defines them itself.
  */
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
@@ -21,10 +21,12 @@
 
 #include <alloy/alloy.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "core/sanitizer.h"
+
+#ifdef ALLOY_SANITIZER_OWNS_MALLOC
 int main(void)
 {
-	printf("default_libc: skipped: AddressSanitizer defines malloc\n");
+	printf("default_libc: skipped: the sanitizer owns malloc\n");
 	return 77;
 }
 #else

@@ -37,11 +37,9 @@
  * process's.  Under one, this test has nothing to check (exit 77, a skip);
  * the normal build runs it.
  */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#endif
+#include "core/sanitizer.h"
 
-#ifdef SANITIZED
+#ifdef ALLOY_SANITIZER_OWNS_MALLOC
 int main(void)
 {
 	puts("nomalloc: skipped: the sanitizer owns malloc");
@@ -328,4 +326,4 @@ int main(int argc, char **argv)
 		return run_traced();
 	return run(argc > 1 && !strcmp(argv[1], "--reporter"));
 }
-#endif /* SANITIZED */
+#endif /* ALLOY_SANITIZER_OWNS_MALLOC */

@@ -32,16 +32,9 @@
 
 #include "sweep_workloads.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-	__has_feature(memory_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
+#include "core/sanitizer.h"
 
-#ifdef SANITIZED
+#ifdef ALLOY_SANITIZER_OWNS_MALLOC
 int main(void)
 {
 	puts("sweep_malloc: skipped: the sanitizer owns malloc");
@@ -324,4 +317,4 @@ int main(void)
 	rmdir(dir);
 	return bad ? 1 : 0;
 }
-#endif /* SANITIZED */
+#endif /* ALLOY_SANITIZER_OWNS_MALLOC */

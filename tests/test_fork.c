@@ -8,6 +8,7 @@
  * the summed counts can show (issue 15, item 8).
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -17,6 +18,8 @@
 
 #include "testutil.h"
 
+/* AddressSanitizer runs neither (see suite_fork). */
+#ifndef __SANITIZE_ADDRESS__
 #define FORKS 40
 
 static atomic_bool stop;
@@ -158,6 +161,8 @@ START_TEST(fork_while_other_threads_use_the_debug_allocator)
 }
 END_TEST
 
+#endif /* !__SANITIZE_ADDRESS__ */
+
 /* ---- issue 15, item 8: more frees than allocations ------------------ */
 
 static char block[64];
@@ -248,8 +253,21 @@ Suite *suite_fork(void)
 	TCase *tc = tcase_create("fork");
 
 	tcase_set_timeout(tc, 120);
+#ifdef __SANITIZE_ADDRESS__
+	/*
+	 * GCC 12's AddressSanitizer takes no lock of its allocator around
+	 * fork(): a child forked while another thread was refilling its
+	 * cache waits for that lock forever (seen in CI: the child blocked
+	 * in SizeClassAllocator64::GetFromAllocator under alloy_malloc).
+	 * The children here allocate, so these two run in every other
+	 * build (normal, TSan, cpu:debug), not this one; said, not counted.
+	 */
+	fprintf(stderr, "fork: skipped 2 tests under AddressSanitizer "
+			"(its malloc is not fork-safe with threads)\n");
+#else
 	tcase_add_test(tc, fork_while_other_threads_allocate);
 	tcase_add_test(tc, fork_while_other_threads_use_the_debug_allocator);
+#endif
 	tcase_add_test(tc, double_free_of_a_copied_data_ptr_is_reported);
 	suite_add_tcase(s, tc);
 	return s;
