@@ -21,8 +21,11 @@
  * more than twice the size), or grows the largest smaller one with
  * mremap, which keeps its pages, or maps a new one.  Only the part of a
  * reused mapping that held data is cleared for a zeroed block: the rest is
- * fresh from the kernel.  The cost is RSS: up to the limit stays resident
- * after the blocks are freed, until alloy_allocator_trim() or exit.
+ * fresh from the kernel.  A block grows in place by mremap too (the
+ * kernel moves the pages, never the bytes), and a block shrunk to less
+ * than half its mapping gives the tail back.  The cost is RSS: up to the
+ * limit stays resident after the blocks are freed, until
+ * alloy_allocator_trim() or exit.
  *
  * The cache's lock is only ever tried, a bounded number of times: a thread
  * that cannot have it maps or unmaps by itself instead of waiting, so a
@@ -214,6 +217,35 @@ void alloy__bigblock_free(void *ptr)
 
 	if (!cache_put(m))
 		munmap(m.base, m.len);
+}
+
+bool alloy__bigblock_resize(void *ptr, size_t size, size_t align, void **out)
+{
+	size_t page = page_size();
+	uintptr_t off = ((uintptr_t *)ptr)[-1] & ~ALLOY__BIGBLOCK_TAG;
+	size_t len = ((uintptr_t *)ptr)[-2], need;
+	char *base = (char *)ptr - off, *n;
+
+	*out = NULL;
+	if (size > SIZE_MAX - off - page)
+		return true;
+	need = (off + size + page - 1) & ~(page - 1);
+	if (need <= len) {
+		/* Far too large now: drop the tail, as map_block does. */
+		if (len / 2 > need && !munmap(base + need, len - need))
+			((uintptr_t *)ptr)[-2] = need;
+		*out = ptr;
+		return true;
+	}
+	/* mremap keeps page alignment only: larger ones move by copying. */
+	if (align > page)
+		return false;
+	n = mremap(base, len, need, MREMAP_MAYMOVE);
+	if (n == MAP_FAILED)
+		return true;
+	*out = n + off;
+	((uintptr_t *)*out)[-2] = need;
+	return true;
 }
 
 size_t alloy__bigblock_usable(const void *ptr)

@@ -35,6 +35,14 @@ static inline bool alloy__bigblock_is(const void *ptr)
  * zeroes if zero is set; NULL when the system refuses or size overflows.
  */
 ALLOY_HIDDEN void *alloy__bigblock_alloc(size_t size, size_t align, bool zero);
+/*
+ * Resize ptr (made at align) to size bytes where its mapping allows:
+ * within the mapping, or grown by mremap when align is at most a page.
+ * True with *out set (NULL: the system refused; ptr is unchanged), false
+ * when the caller must move the block itself.
+ */
+ALLOY_HIDDEN bool alloy__bigblock_resize(void *ptr, size_t size, size_t align,
+					 void **out);
 /* Give ptr back: into the cache if it fits, to the system otherwise. */
 ALLOY_HIDDEN void alloy__bigblock_free(void *ptr);
 /* Bytes usable at ptr. */

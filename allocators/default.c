@@ -19,7 +19,10 @@
  * threshold for mapping, also means alloy never moves glibc's dynamic
  * thresholds: the process's malloc behaves as if alloy were not there.
  * Large blocks are allocators/bigblock.c's: a mapping each, and a cache
- * of freed ones instead of glibc's brk churn.
+ * of freed ones instead of glibc's brk churn.  realloc keeps to the kind
+ * of block: glibc's realloc for a small one (the block shifted if glibc's
+ * new pointer puts the alignment elsewhere), the mapping's own growth for
+ * a large one, a move when the new size changes the kind.
  *
  * glibc is called by its own names (__libc_malloc, __libc_calloc,
  * __libc_free), never by malloc/free, which an LD_PRELOAD front may define
@@ -47,9 +50,10 @@
 #define BIG_MIN ((size_t)128 << 10)
 
 #ifdef ALLOY_SANITIZER_OWNS_MALLOC
-#define libc_malloc malloc
-#define libc_calloc calloc
-#define libc_free   free
+#define libc_malloc  malloc
+#define libc_calloc  calloc
+#define libc_realloc realloc
+#define libc_free    free
 static size_t (*libc_usable_size)(void *) = malloc_usable_size;
 static int (*libc_trim)(size_t) = malloc_trim;
 
@@ -59,10 +63,12 @@ static void resolve_libc(void)
 #else
 void *__libc_malloc(size_t size);
 void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *ptr, size_t size);
 void __libc_free(void *ptr);
-#define libc_malloc __libc_malloc
-#define libc_calloc __libc_calloc
-#define libc_free   __libc_free
+#define libc_malloc  __libc_malloc
+#define libc_calloc  __libc_calloc
+#define libc_realloc __libc_realloc
+#define libc_free    __libc_free
 static size_t (*libc_usable_size)(void *);
 static int (*libc_trim)(size_t);
 
@@ -79,20 +85,53 @@ static void resolve_libc(void)
 }
 #endif
 
+/* Where the block at align starts in glibc's block raw. */
+static inline char *block_in(char *raw, size_t align)
+{
+	/* glibc's pointer is 8-aligned, so the result - raw <= align. */
+	return (char *)(((uintptr_t)raw + sizeof(void *) + align - 1) &
+			~(uintptr_t)(align - 1));
+}
+
 /* A block of size bytes at align, carved from glibc (see above). */
 static void *carve(size_t size, size_t align, bool zero)
 {
 	char *raw =
 		zero ? libc_calloc(1, size + align) : libc_malloc(size + align);
-	uintptr_t ptr;
+	char *ptr;
 
 	if (!raw)
 		return NULL;
-	/* glibc's pointer is 8-aligned, so ptr - raw <= align. */
-	ptr = ((uintptr_t)raw + sizeof(void *) + align - 1) &
-	      ~(uintptr_t)(align - 1);
+	ptr = block_in(raw, align);
 	((void **)ptr)[-1] = raw;
-	return (void *)ptr;
+	return ptr;
+}
+
+/*
+ * Resize a carved block with glibc's realloc.  glibc copies its whole
+ * block, so the bytes are at the old offset in the new one; when the new
+ * pointer puts the alignment at another offset they are shifted there.
+ */
+static void *recarve(void *ptr, size_t old_size, size_t new_size, size_t align)
+{
+	char *raw = ((void **)ptr)[-1];
+	size_t old_off = (size_t)((char *)ptr - raw);
+	char *nraw = libc_realloc(raw, new_size + align), *nptr;
+
+	if (!nraw)
+		return NULL;
+	nptr = block_in(nraw, align);
+	if (nptr != nraw + old_off)
+		memmove(nptr, nraw + old_off,
+			old_size < new_size ? old_size : new_size);
+	((void **)nptr)[-1] = nraw;
+	return nptr;
+}
+
+/* At most 2^62 bytes at 2^40 (alloy's limits): this cannot wrap. */
+static inline bool is_big(size_t size, size_t align)
+{
+	return size + align >= BIG_MIN;
 }
 
 static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
@@ -101,8 +140,7 @@ static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	void *p;
 
 	(void)ctx;
-	/* At most 2^62 bytes at 2^40 (alloy's limits): this cannot wrap. */
-	if (size + align < BIG_MIN)
+	if (!is_big(size, align))
 		p = carve(size, align, zero);
 	else
 		p = alloy__bigblock_alloc(size, align, zero);
@@ -121,6 +159,32 @@ static void default_free(void *ctx, void *ptr, size_t size, size_t align)
 		alloy__bigblock_free(ptr);
 	else
 		libc_free(((void **)ptr)[-1]);
+}
+
+/*
+ * In place where the kind of block stays (see above); otherwise, or with
+ * junk to write, a new block, the bytes and the old one freed.  NULL
+ * leaves the old block as it was.
+ */
+static void *default_realloc(void *ctx, void *ptr, size_t old_size,
+			     size_t new_size, size_t align)
+{
+	bool big = is_big(old_size, align);
+	void *p;
+
+	if (likely(!alloy__conf.junk_fill) &&
+	    big == is_big(new_size, align)) {
+		if (!big)
+			return recarve(ptr, old_size, new_size, align);
+		if (alloy__bigblock_resize(ptr, new_size, align, &p))
+			return p;
+	}
+	p = default_alloc(ctx, new_size, align, 0);
+	if (!p)
+		return NULL;
+	memcpy(p, ptr, old_size < new_size ? old_size : new_size);
+	default_free(ctx, ptr, old_size, align);
+	return p;
 }
 
 static size_t default_usable_size(void *ctx, const void *ptr, size_t size)
@@ -180,6 +244,7 @@ static const struct alloy_allocator_ops default_ops = {
 	.device_type = ALLOY_DEVICE_CPU,
 	.alloc = default_alloc,
 	.free = default_free,
+	.realloc = default_realloc,
 	.usable_size = default_usable_size,
 	.trim = default_trim,
 	.stats = default_stats,

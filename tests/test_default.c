@@ -313,6 +313,94 @@ START_TEST(realloc_keeps_contents)
 }
 END_TEST
 
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 7 + seed);
+}
+
+static bool filled(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(i * 7 + seed))
+			return false;
+	return true;
+}
+
+/*
+ * The realloc op through every kind of change: small blocks within
+ * glibc (at its alignment and carved at larger ones), small to large,
+ * large grown by mremap (align up to a page) or moved (above), large
+ * shrunk, large to small.  The bytes, the alignment and the usable size
+ * hold at each step; other blocks in between make glibc move some.
+ */
+START_TEST(realloc_op_keeps_bytes_and_alignment)
+{
+	static const size_t aligns[] = { 16, 64, 256, 4096, 8192 };
+	static const size_t sizes[] = { 10,	1000,	 60000,	  10,
+					200000, 3000000, 3100000, 150000,
+					100,	129000,	 5 };
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(d);
+	void *ctx = alloy_allocator_ctx(d);
+
+	ck_assert_ptr_nonnull(ops->realloc);
+	for (size_t a = 0; a < ARRAY_SIZE(aligns); a++) {
+		size_t align = aligns[a], old = sizes[0];
+		unsigned char *p = ops->alloc(ctx, old, align, 0);
+		void *others[ARRAY_SIZE(sizes)];
+
+		ck_assert_ptr_nonnull(p);
+		fill(p, old, (unsigned)a);
+		for (size_t i = 1; i < ARRAY_SIZE(sizes); i++) {
+			size_t n = sizes[i], keep = old < n ? old : n;
+
+			others[i] = ops->alloc(ctx, 48, 16, 0);
+			p = ops->realloc(ctx, p, old, n, align);
+			ck_assert_msg(p, "align %zu: %zu -> %zu refused", align,
+				      old, n);
+			ck_assert_msg((uintptr_t)p % align == 0,
+				      "align %zu: %zu -> %zu at %p", align, old,
+				      n, (void *)p);
+			ck_assert_msg(filled(p, keep, (unsigned)a),
+				      "align %zu: %zu -> %zu lost bytes", align,
+				      old, n);
+			ck_assert_uint_ge(ops->usable_size(ctx, p, n), n);
+			fill(p, n, (unsigned)a);
+			old = n;
+		}
+		ops->free(ctx, p, old, align);
+		for (size_t i = 1; i < ARRAY_SIZE(sizes); i++)
+			ops->free(ctx, others[i], 48, 16);
+	}
+}
+END_TEST
+
+/* A growing buffer through alloy_realloc stays one counted block. */
+START_TEST(plain_realloc_grows_in_place_and_counts)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	long long before = alloy_allocator_live_bytes(d);
+	unsigned char *p = NULL;
+	size_t n = 0;
+
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, d));
+	for (size_t next = 1; next <= (4u << 20); next = next * 3 / 2 + 1) {
+		p = alloy_realloc(p, next);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_msg(filled(p, n, 3), "%zu -> %zu lost bytes", n,
+			      next);
+		fill(p, next, 3);
+		n = next;
+		ck_assert_int_eq(alloy_allocator_live_bytes(d) - before,
+				 (long long)n);
+		ck_assert_uint_ge(alloy_usable_size(p), n);
+	}
+	alloy_free(p);
+	ck_assert_int_eq(alloy_allocator_live_bytes(d), before);
+}
+END_TEST
+
 Suite *suite_default(void)
 {
 	Suite *s = suite_create("default");
@@ -333,6 +421,8 @@ Suite *suite_default(void)
 	tcase_add_test(tc, large_blocks_leave_glibc_alone);
 	tcase_add_test(tc, usable_size_at_least_requested);
 	tcase_add_test(tc, realloc_keeps_contents);
+	tcase_add_test(tc, realloc_op_keeps_bytes_and_alignment);
+	tcase_add_test(tc, plain_realloc_grows_in_place_and_counts);
 	suite_add_tcase(s, tc);
 	return s;
 }
