@@ -83,7 +83,12 @@ static inline void alloy__count_free(struct alloy_allocator *a, size_t size)
 	alloy__count_sub(&c[ALLOY__C_BYTES], (int64_t)size);
 }
 
-/* The hooks of the moment (the reporter), or NULL. */
-ALLOY_HIDDEN const struct alloy__hooks *alloy__hooks_now(void);
+/* The hooks of the moment (the reporter), or NULL: set in core/alloc.c. */
+ALLOY_HIDDEN extern _Atomic(const struct alloy__hooks *) alloy__hooks;
+
+static inline const struct alloy__hooks *alloy__hooks_now(void)
+{
+	return atomic_load_explicit(&alloy__hooks, memory_order_acquire);
+}
 
 #endif /* ALLOY_CORE_ACCT_H */

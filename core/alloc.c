@@ -27,17 +27,12 @@
  */
 #pragma GCC optimize("no-tree-slp-vectorize")
 
-static _Atomic(const struct alloy__hooks *) hooks;
+_Atomic(const struct alloy__hooks *) alloy__hooks;
 
 void alloy__set_hooks(const struct alloy__hooks *h)
 {
-	atomic_store_explicit(&hooks, h, memory_order_release);
+	atomic_store_explicit(&alloy__hooks, h, memory_order_release);
 	alloy__slow_mask_set(ALLOY__SLOW_HOOKS, h != NULL);
-}
-
-const struct alloy__hooks *alloy__hooks_now(void)
-{
-	return atomic_load_explicit(&hooks, memory_order_acquire);
 }
 
 static void warn_negative(const struct alloy_allocator *a, const char *what,

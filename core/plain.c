@@ -35,9 +35,7 @@
 struct plain_hdr {
 	uint64_t size;	/* bytes asked for */
 	uint32_t check; /* see hdr_check(); 0 once freed */
-	uint16_t index; /* the allocator's slot in the table */
-	uint8_t shift;	/* off = 1 << shift: user - base, the alignment */
-	uint8_t flags;	/* PLAIN_REPORTED */
+	uint32_t tag;	/* hdr_tag(): allocator's slot, shift, flags */
 };
 
 _Static_assert(sizeof(struct plain_hdr) == ALLOY_PLAIN_ALIGN,
@@ -47,6 +45,7 @@ _Static_assert(ALLOY_MAX_ALLOCATORS <= 65536, "index fits 16 bits");
 enum { PLAIN_REPORTED = 1 };
 
 #define MIN_SHIFT 4 /* 16 */
+#define MAX_SHIFT 40
 /* The largest size: 2^62 bytes, as for DataPtrs, header and all. */
 #define PLAIN_SIZE_MAX (((size_t)1 << 62) - ALLOY_ALIGN_MAX)
 
@@ -57,13 +56,38 @@ static inline struct plain_hdr *hdr_of(const void *user)
 	return (struct plain_hdr *)user - 1;
 }
 
-static inline uint32_t hdr_check(const void *user, const struct plain_hdr *h)
+/*
+ * The fields but size and check, packed in one word: the allocator's
+ * slot in the table, the shift (off = 1 << shift: user - base, the
+ * alignment) and the flags.  One word, so that the check reads it with
+ * one load and needs no unpacking.
+ */
+static inline uint32_t hdr_tag(unsigned index, unsigned shift, unsigned flags)
+{
+	return index | shift << 16 | flags << 24;
+}
+
+static inline unsigned tag_index(uint32_t tag)
+{
+	return tag & 0xffff;
+}
+
+static inline unsigned tag_shift(uint32_t tag)
+{
+	return (tag >> 16) & 0xff;
+}
+
+static inline unsigned tag_flags(uint32_t tag)
+{
+	return tag >> 24;
+}
+
+/* The check word of a header at user with that tag. */
+static inline uint32_t hdr_check(const void *user, uint32_t tag)
 {
 	uint64_t a = (uint64_t)(uintptr_t)user >> MIN_SHIFT;
 
-	return HDR_MAGIC ^ (uint32_t)a ^ (uint32_t)(a >> 32) ^
-	       ((uint32_t)h->index << 8) ^ h->shift ^
-	       ((uint32_t)h->flags << 24);
+	return HDR_MAGIC ^ (uint32_t)a ^ (uint32_t)(a >> 32) ^ tag;
 }
 
 /*
@@ -83,16 +107,24 @@ load_hdr(const void *user)
 	return h;
 }
 
+/* The allocator of a plain block whose header reads h, or NULL. */
+static inline struct alloy_allocator *owner_in(const void *user,
+					       const struct plain_hdr *h)
+{
+	if (unlikely(h->check != hdr_check(user, h->tag) ||
+		     tag_index(h->tag) >= ALLOY_MAX_ALLOCATORS ||
+		     tag_shift(h->tag) < MIN_SHIFT ||
+		     tag_shift(h->tag) > MAX_SHIFT))
+		return NULL;
+	return &alloy__allocators[tag_index(h->tag)];
+}
+
 /* The allocator of a live plain block, or NULL. */
 static inline struct alloy_allocator *owner_of(const void *user)
 {
 	struct plain_hdr h = load_hdr(user);
 
-	if (unlikely(h.check != hdr_check(user, &h) ||
-		     h.index >= ALLOY_MAX_ALLOCATORS || h.shift < MIN_SHIFT ||
-		     h.shift > 40))
-		return NULL;
-	return &alloy__allocators[h.index];
+	return owner_in(user, &h);
 }
 
 static void *fail(int err, const char *func, const char *fmt, ...)
@@ -116,11 +148,11 @@ static inline void *finish(struct alloy_allocator *a, void *base, size_t size,
 	void *user = (char *)base + ((size_t)1 << shift);
 	struct plain_hdr *h = hdr_of(user);
 
+	uint32_t tag = hdr_tag(a->index, shift, flags);
+
 	h->size = size;
-	h->index = (uint16_t)a->index;
-	h->shift = (uint8_t)shift;
-	h->flags = (uint8_t)flags;
-	h->check = hdr_check(user, h);
+	h->tag = tag;
+	h->check = hdr_check(user, tag);
 	return user;
 }
 
@@ -144,8 +176,8 @@ static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 	if (h) {
 		h->on_alloc(a, &dp);
 		/* The flag is part of the check word: write both. */
-		hdr_of(user)->flags |= PLAIN_REPORTED;
-		hdr_of(user)->check = hdr_check(user, hdr_of(user));
+		hdr_of(user)->tag |= (uint32_t)PLAIN_REPORTED << 24;
+		hdr_of(user)->check = hdr_check(user, hdr_of(user)->tag);
 	}
 	if (t)
 		alloy__leave(t);
@@ -155,14 +187,15 @@ static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
  * Allocate from a, on which size bytes are already counted: the
  * allocator's block is size + off bytes aligned to off.
  */
-static void *alloc_from(struct alloy_allocator *a, int device_type, size_t size,
-			unsigned shift, unsigned flags, const char *func)
+static inline __attribute__((always_inline)) void *
+alloc_from(struct alloy_allocator *a, unsigned *error_mark, int device_type,
+	   size_t size, unsigned shift, unsigned flags, const char *func)
 {
 	size_t off = (size_t)1 << shift;
 	bool explained;
 	void *base;
 
-	*alloy__error_mark_of() = 0;
+	*error_mark = 0;
 	base = a->ops.alloc(a->ctx, size + off, off, flags);
 	if (likely(base)) {
 		void *user = finish(a, base, size, shift, 0);
@@ -171,7 +204,7 @@ static void *alloc_from(struct alloy_allocator *a, int device_type, size_t size,
 			report_alloc(a, device_type, user, size, off);
 		return user;
 	}
-	explained = *alloy__error_mark_of() != 0;
+	explained = *error_mark != 0;
 	alloy__uncount_alloc(a, size);
 	return fail(
 		ENOMEM, func,
@@ -204,7 +237,8 @@ static void *alloc_on(struct alloy_allocator *a, size_t size, unsigned shift,
 		alloy__uncount_alloc(a, size);
 		return NULL;
 	}
-	return alloc_from(a, a->ops.device_type, size, shift, 0, func);
+	return alloc_from(a, alloy__error_mark_of(), a->ops.device_type, size,
+			  shift, 0, func);
 }
 
 /* The log2 of an alignment already checked to be a power of two. */
@@ -253,7 +287,8 @@ static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
 			ENODEV, func,
 			"no default allocator for %s (is its module loaded?)",
 			alloy_device_type_name(device_type));
-	return alloc_from(a, device_type, size, shift_of(align), flags, func);
+	return alloc_from(a, alloy__error_mark_of(), device_type, size,
+			  shift_of(align), flags, func);
 }
 
 static inline __attribute__((always_inline)) void *
@@ -269,7 +304,8 @@ plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 	a = alloy__pick_default(t, device_type, size, true);
 	if (unlikely(!a))
 		return plain_slow(device_type, size, align, flags, func);
-	return alloc_from(a, device_type, size, shift_of(align), flags, func);
+	return alloc_from(a, &t->error_mark, device_type, size,
+			  shift_of(align), flags, func);
 }
 
 void *alloy_malloc(size_t size)
@@ -340,44 +376,60 @@ static __attribute__((noinline, cold)) void bad_free(const void *ptr)
 		     "%p is not a live block of the plain-pointer API", ptr);
 }
 
-static void report_free(struct alloy_allocator *a, void *user,
-			const struct plain_hdr *h)
+static void report_free(struct alloy_allocator *a, void *user, size_t size,
+			unsigned shift)
 {
 	const struct alloy__hooks *hooks = alloy__hooks_now();
 	struct alloy_data_ptr dp = {
 		.ptr = user,
 		.ctx = a,
 		.device = { .type = (int16_t)a->ops.device_type },
-		.size = h->size,
-		.align = (size_t)1 << h->shift,
+		.size = size,
+		.align = (size_t)1 << shift,
 	};
 
 	if (hooks)
 		hooks->on_free(a, &dp);
 }
 
+/* Mark the block at user freed and give it back to a. */
+static inline __attribute__((always_inline)) void
+release(struct alloy_allocator *a, void *user, size_t size, unsigned shift)
+{
+	size_t off = (size_t)1 << shift;
+
+	hdr_of(user)->check = 0; /* a second free of this block fails */
+	a->ops.free(a->ctx, (char *)user - off, size + off, off);
+	/* After the free, as for DataPtrs: see core/alloc.c. */
+	alloy__count_free(a, size);
+}
+
+/* The reporter saw this block made: it sees it go, then it goes. */
+static __attribute__((noinline)) void
+release_reported(struct alloy_allocator *a, void *user, size_t size,
+		 unsigned shift)
+{
+	report_free(a, user, size, shift);
+	release(a, user, size, shift);
+}
+
 void alloy_free(void *ptr)
 {
-	struct plain_hdr *h;
+	struct plain_hdr h;
 	struct alloy_allocator *a;
-	size_t size, off;
 
 	if (!ptr)
 		return;
-	h = hdr_of(ptr);
-	a = owner_of(ptr);
+	h = load_hdr(ptr);
+	a = owner_in(ptr, &h);
 	if (unlikely(!a)) {
 		bad_free(ptr);
 		return;
 	}
-	size = h->size;
-	off = (size_t)1 << h->shift;
-	if (unlikely(h->flags & PLAIN_REPORTED))
-		report_free(a, ptr, h);
-	h->check = 0; /* a second free of this block fails the check */
-	a->ops.free(a->ctx, (char *)ptr - off, size + off, off);
-	/* After the free, as for DataPtrs: see core/alloc.c. */
-	alloy__count_free(a, size);
+	if (unlikely(tag_flags(h.tag) & PLAIN_REPORTED))
+		release_reported(a, ptr, h.size, tag_shift(h.tag));
+	else
+		release(a, ptr, h.size, tag_shift(h.tag));
 }
 
 size_t alloy_usable_size(const void *ptr)
@@ -392,7 +444,7 @@ size_t alloy_usable_size(const void *ptr)
 	a = owner_of(ptr);
 	if (!a)
 		return 0;
-	off = (size_t)1 << h->shift;
+	off = (size_t)1 << tag_shift(h->tag);
 	if (!a->ops.usable_size)
 		return h->size;
 	usable = a->ops.usable_size(a->ctx, (const char *)ptr - off,
@@ -408,19 +460,19 @@ size_t alloy_usable_size(const void *ptr)
 static void *realloc_in_place(struct alloy_allocator *a, void *ptr,
 			      struct plain_hdr *h, size_t size)
 {
-	size_t old = h->size, off = (size_t)1 << h->shift;
-	bool reported = h->flags & PLAIN_REPORTED;
+	size_t old = h->size, off = (size_t)1 << tag_shift(h->tag);
+	bool reported = tag_flags(h->tag) & PLAIN_REPORTED;
 	void *base, *user;
 
 	if (!a->ops.realloc || off != ALLOY_PLAIN_ALIGN)
 		return NULL;
 	if (reported)
-		report_free(a, ptr, h);
+		report_free(a, ptr, h->size, tag_shift(h->tag));
 	base = a->ops.realloc(a->ctx, (char *)ptr - off, old + off, size + off,
 			      off);
 	if (!base) {
 		if (reported) { /* the old block is still there */
-			hdr_of(ptr)->flags &= (uint8_t)~PLAIN_REPORTED;
+			hdr_of(ptr)->tag &= ~((uint32_t)PLAIN_REPORTED << 24);
 			report_alloc(a, a->ops.device_type, ptr, old, off);
 		}
 		return NULL;
@@ -469,8 +521,8 @@ void *alloy_realloc(void *ptr, size_t size)
 	 * when the maker is on its way out.
 	 */
 	old = h->size;
-	align = (size_t)1 << h->shift;
-	n = alloc_on(a, size, h->shift, __func__);
+	align = (size_t)1 << tag_shift(h->tag);
+	n = alloc_on(a, size, tag_shift(h->tag), __func__);
 	if (!n)
 		n = plain_slow(a->ops.device_type, size, align, 0, __func__);
 	if (!n)
