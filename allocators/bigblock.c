@@ -39,7 +39,7 @@
 #include "allocators/bigblock.h"
 
 #define CACHE_SLOTS 32
-/* The header below the pointer handed out: length, offset | tag. */
+/* The header below the pointer handed out: length, offset. */
 #define HEADER (2 * sizeof(uintptr_t))
 
 struct mapping {
@@ -204,7 +204,7 @@ void *alloy__bigblock_alloc(size_t size, size_t align, bool zero)
 		       ~(uintptr_t)(align - 1));
 	off = (size_t)(ptr - m.base);
 	((uintptr_t *)ptr)[-2] = m.len;
-	((uintptr_t *)ptr)[-1] = off | ALLOY__BIGBLOCK_TAG;
+	((uintptr_t *)ptr)[-1] = off;
 	if (zero && dirty > off)
 		memset(ptr, 0, size < dirty - off ? size : dirty - off);
 	return ptr;
@@ -212,7 +212,7 @@ void *alloy__bigblock_alloc(size_t size, size_t align, bool zero)
 
 void alloy__bigblock_free(void *ptr)
 {
-	uintptr_t off = ((uintptr_t *)ptr)[-1] & ~ALLOY__BIGBLOCK_TAG;
+	uintptr_t off = ((uintptr_t *)ptr)[-1];
 	struct mapping m = { (char *)ptr - off, ((uintptr_t *)ptr)[-2] };
 
 	if (!cache_put(m))
@@ -222,7 +222,7 @@ void alloy__bigblock_free(void *ptr)
 bool alloy__bigblock_resize(void *ptr, size_t size, size_t align, void **out)
 {
 	size_t page = page_size();
-	uintptr_t off = ((uintptr_t *)ptr)[-1] & ~ALLOY__BIGBLOCK_TAG;
+	uintptr_t off = ((uintptr_t *)ptr)[-1];
 	size_t len = ((uintptr_t *)ptr)[-2], need;
 	char *base = (char *)ptr - off, *n;
 
@@ -250,7 +250,7 @@ bool alloy__bigblock_resize(void *ptr, size_t size, size_t align, void **out)
 
 size_t alloy__bigblock_usable(const void *ptr)
 {
-	uintptr_t off = ((const uintptr_t *)ptr)[-1] & ~ALLOY__BIGBLOCK_TAG;
+	uintptr_t off = ((const uintptr_t *)ptr)[-1];
 
 	return ((const uintptr_t *)ptr)[-2] - off;
 }

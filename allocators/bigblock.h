@@ -5,9 +5,8 @@
  *
  * Every block carries a two-word header just below the pointer handed out:
  * ptr[-2] is the length of the mapping and ptr[-1] its offset from the
- * mapping's start with bit 0 set.  The small blocks of allocators/default.c
- * keep glibc's pointer (bit 0 clear) in ptr[-1], so one load tells the two
- * apart without the size or alignment.
+ * mapping's start.  Which blocks are big is the caller's to know (from
+ * the size and alignment: allocators/default.c).
  */
 #ifndef ALLOY_ALLOCATORS_BIGBLOCK_H
 #define ALLOY_ALLOCATORS_BIGBLOCK_H
@@ -18,17 +17,8 @@
 
 #include "core/internal.h"
 
-/* Tag in ptr[-1] of a big block. */
-#define ALLOY__BIGBLOCK_TAG ((uintptr_t)1)
-
 /* Cached bytes kept at most, unless "default.cache" says otherwise. */
 #define ALLOY__BIGBLOCK_CACHE_DEFAULT ((size_t)64 << 20)
-
-/* Whether the block at ptr (made by default) is a big block. */
-static inline bool alloy__bigblock_is(const void *ptr)
-{
-	return ((const uintptr_t *)ptr)[-1] & ALLOY__BIGBLOCK_TAG;
-}
 
 /*
  * A block of size bytes aligned to align (a power of two), reading as

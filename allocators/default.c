@@ -9,30 +9,37 @@
  * ALLOY_JUNK_ALLOC and freed ones with ALLOY_JUNK_FREE, so that code
  * reading memory it never wrote, or after freeing it, sees garbage).
  *
- * Small blocks (size + alignment under 128 KiB) are carved from a plain
- * glibc malloc of size + align bytes: the block starts at the first
- * aligned address at least one word in, and that word holds glibc's
- * pointer.  glibc's malloc and free are its fast path (per-thread cache,
- * about 140 instructions a pair), where posix_memalign always takes the
- * slow one (about 580, with a split of the chunk); the price is align
- * bytes more per block.  Keeping every request under 128 KiB, glibc's own
- * threshold for mapping, also means alloy never moves glibc's dynamic
- * thresholds: the process's malloc behaves as if alloy were not there.
- * Large blocks are allocators/bigblock.c's: a mapping each, and a cache
- * of freed ones instead of glibc's brk churn.  realloc keeps to the kind
- * of block: glibc's realloc for a small one (the block shifted if glibc's
- * new pointer puts the alignment elsewhere), the mapping's own growth for
- * a large one, a move when the new size changes the kind.
+ * Small blocks (size + alignment under 128 KiB) come from glibc's plain
+ * malloc.  At glibc's own alignment (16 on x86-64: the plain-pointer
+ * API's blocks) the block is glibc's pointer itself.  At a larger one it
+ * is carved from a malloc of size + align bytes: the block starts at the
+ * first aligned address at least one word in, and that word holds
+ * glibc's pointer.  glibc's malloc and free are its fast path (per-thread
+ * cache, about 140 instructions a pair), where posix_memalign always
+ * takes the slow one (about 580, with a split of the chunk); the price is
+ * align bytes more per carved block.  Keeping every request under
+ * 128 KiB, glibc's own threshold for mapping, also means alloy never
+ * moves glibc's dynamic thresholds: the process's malloc behaves as if
+ * alloy were not there.  Large blocks are allocators/bigblock.c's: a
+ * mapping each, and a cache of freed ones instead of glibc's brk churn.
+ *
+ * Which kind a block is follows from the size and alignment it was made
+ * with, which free and realloc are given (the ops' contract), so nothing
+ * in the block says it.  usable_size is given the size only: a large
+ * block of at least BIG_MIN bytes says what its mapping holds, any other
+ * the size asked for (all the contract asks).  realloc keeps to the kind:
+ * glibc's realloc for a direct block, glibc's realloc and a shift for a
+ * carved one whose alignment moved, the mapping's own growth for a large
+ * one, a move when the new size changes the kind.
  *
  * glibc is called by its own names (__libc_malloc, __libc_calloc,
- * __libc_free), never by malloc/free, which an LD_PRELOAD front may define
- * for the whole process and route back into alloy.  malloc_usable_size
- * and malloc_trim have no such names; they are looked up in libc's own
- * scope (dlsym on libc's handle searches libc and its dependencies, never
- * a preloaded object).  Without that handle (a static program), usable
- * size is the size asked for and trim releases only the big blocks'
- * cache.  Under a sanitizer that owns malloc the plain names are used
- * instead (core/sanitizer.h says why).
+ * __libc_realloc, __libc_free), never by malloc/free, which an LD_PRELOAD
+ * front may define for the whole process and route back into alloy.
+ * malloc_trim has no such name; it is looked up in libc's own scope
+ * (dlsym on libc's handle searches libc and its dependencies, never a
+ * preloaded object); without that handle (a static program) trim releases
+ * only the big blocks' cache.  Under a sanitizer that owns malloc the
+ * plain names are used instead (core/sanitizer.h says why).
  */
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
@@ -49,16 +56,42 @@
 /* At or above this, size + align goes to a mapping (glibc's threshold). */
 #define BIG_MIN ((size_t)128 << 10)
 
+/* The alignment glibc gives every block (MALLOC_ALIGNMENT). */
+#define DIRECT_ALIGN _Alignof(max_align_t)
+
 #ifdef ALLOY_SANITIZER_OWNS_MALLOC
 #define libc_malloc  malloc
 #define libc_calloc  calloc
 #define libc_realloc realloc
 #define libc_free    free
-static size_t (*libc_usable_size)(void *) = malloc_usable_size;
 static int (*libc_trim)(size_t) = malloc_trim;
 
 static void resolve_libc(void)
 {
+}
+
+/* A sanitizer's malloc promises 8 bytes: 16 is asked for. */
+static void *direct_alloc(size_t size, bool zero)
+{
+	void *p;
+
+	if (posix_memalign(&p, DIRECT_ALIGN, size))
+		return NULL;
+	if (zero)
+		memset(p, 0, size);
+	return p;
+}
+
+/* Its realloc promises 8 bytes too: the block moves. */
+static void *direct_resize(void *ptr, size_t old_size, size_t new_size)
+{
+	void *p = direct_alloc(new_size, false);
+
+	if (p) {
+		memcpy(p, ptr, old_size < new_size ? old_size : new_size);
+		free(ptr);
+	}
+	return p;
 }
 #else
 void *__libc_malloc(size_t size);
@@ -69,19 +102,28 @@ void __libc_free(void *ptr);
 #define libc_calloc  __libc_calloc
 #define libc_realloc __libc_realloc
 #define libc_free    __libc_free
-static size_t (*libc_usable_size)(void *);
 static int (*libc_trim)(size_t);
 
-/* malloc_usable_size and malloc_trim as libc defines them. */
+/* malloc_trim as libc defines it. */
 static void resolve_libc(void)
 {
 	void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
 
 	if (!libc)
 		return;
-	*(void **)&libc_usable_size = dlsym(libc, "malloc_usable_size");
 	*(void **)&libc_trim = dlsym(libc, "malloc_trim");
 	dlclose(libc);
+}
+
+static void *direct_alloc(size_t size, bool zero)
+{
+	return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+}
+
+static void *direct_resize(void *ptr, size_t old_size, size_t new_size)
+{
+	(void)old_size;
+	return __libc_realloc(ptr, new_size);
 }
 #endif
 
@@ -134,16 +176,23 @@ static inline bool is_big(size_t size, size_t align)
 	return size + align >= BIG_MIN;
 }
 
+static inline bool is_direct(size_t align)
+{
+	return align <= DIRECT_ALIGN;
+}
+
 static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	bool zero = (flags & ALLOY_ALLOC_ZERO) || alloy__conf.zero_fill;
 	void *p;
 
 	(void)ctx;
-	if (!is_big(size, align))
-		p = carve(size, align, zero);
-	else
+	if (is_big(size, align))
 		p = alloy__bigblock_alloc(size, align, zero);
+	else if (is_direct(align))
+		p = direct_alloc(size, zero);
+	else
+		p = carve(size, align, zero);
 	if (unlikely(!zero && alloy__conf.junk_fill) && p)
 		memset(p, ALLOY_JUNK_ALLOC, size);
 	return p;
@@ -152,11 +201,12 @@ static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 static void default_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
-	(void)align;
 	if (unlikely(alloy__conf.junk_fill))
 		memset(ptr, ALLOY_JUNK_FREE, size);
-	if (alloy__bigblock_is(ptr))
+	if (is_big(size, align))
 		alloy__bigblock_free(ptr);
+	else if (is_direct(align))
+		libc_free(ptr);
 	else
 		libc_free(((void **)ptr)[-1]);
 }
@@ -174,6 +224,8 @@ static void *default_realloc(void *ctx, void *ptr, size_t old_size,
 
 	if (likely(!alloy__conf.junk_fill) &&
 	    big == is_big(new_size, align)) {
+		if (!big && is_direct(align))
+			return direct_resize(ptr, old_size, new_size);
 		if (!big)
 			return recarve(ptr, old_size, new_size, align);
 		if (alloy__bigblock_resize(ptr, new_size, align, &p))
@@ -189,16 +241,11 @@ static void *default_realloc(void *ctx, void *ptr, size_t old_size,
 
 static size_t default_usable_size(void *ctx, const void *ptr, size_t size)
 {
-	void *raw;
-
 	(void)ctx;
-	if (alloy__bigblock_is(ptr))
+	/* Only a block this large is a mapping whatever its alignment. */
+	if (size >= BIG_MIN)
 		return alloy__bigblock_usable(ptr);
-	if (!libc_usable_size)
-		return size;
-	raw = ((void *const *)ptr)[-1];
-	return libc_usable_size(raw) -
-	       (size_t)((const char *)ptr - (char *)raw);
+	return size;
 }
 
 static long long default_trim(void *ctx)
