@@ -149,10 +149,20 @@ static inline void *finish(struct alloy_allocator *a, void *base, size_t size,
 	struct plain_hdr *h = hdr_of(user);
 
 	uint32_t tag = hdr_tag(a->index, shift, flags);
+	struct plain_hdr v = {
+		.size = size,
+		.check = hdr_check(user, tag),
+		.tag = tag,
+	};
 
-	h->size = size;
-	h->tag = tag;
-	h->check = hdr_check(user, tag);
+	/*
+	 * One copy of the whole header, not a store per field: the free
+	 * reads it back as two words, and a load that spans two separate
+	 * smaller stores still in flight cannot be forwarded from them (the
+	 * CPU waits for them to reach the cache: the pair ran 1.6x the
+	 * DataPtr pair's time at 1.15x its instructions).
+	 */
+	memcpy(h, &v, sizeof(v));
 	return user;
 }
 
