@@ -70,7 +70,12 @@ static void resolve_libc(void)
 {
 }
 
-/* A sanitizer's malloc promises 8 bytes: 16 is asked for. */
+/*
+ * A sanitizer's malloc and realloc promise 8 bytes: direct blocks are
+ * asked for at 16, and a resize moves them (default_realloc's move).
+ */
+#define DIRECT_RESIZES_IN_PLACE false
+
 static void *direct_alloc(size_t size, bool zero)
 {
 	void *p;
@@ -79,18 +84,6 @@ static void *direct_alloc(size_t size, bool zero)
 		return NULL;
 	if (zero)
 		memset(p, 0, size);
-	return p;
-}
-
-/* Its realloc promises 8 bytes too: the block moves. */
-static void *direct_resize(void *ptr, size_t old_size, size_t new_size)
-{
-	void *p = direct_alloc(new_size, false);
-
-	if (p) {
-		memcpy(p, ptr, old_size < new_size ? old_size : new_size);
-		free(ptr);
-	}
 	return p;
 }
 #else
@@ -115,17 +108,15 @@ static void resolve_libc(void)
 	dlclose(libc);
 }
 
-static void *direct_alloc(size_t size, bool zero)
-{
-	return zero ? __libc_calloc(1, size) : __libc_malloc(size);
-}
-
-static void *direct_resize(void *ptr, size_t old_size, size_t new_size)
-{
-	(void)old_size;
-	return __libc_realloc(ptr, new_size);
-}
+#define DIRECT_RESIZES_IN_PLACE true
+#define direct_alloc		libc_alloc
 #endif
+
+/* size bytes from glibc, zeroed if asked. */
+static inline void *libc_alloc(size_t size, bool zero)
+{
+	return zero ? libc_calloc(1, size) : libc_malloc(size);
+}
 
 /* Where the block at align starts in glibc's block raw. */
 static inline char *block_in(char *raw, size_t align)
@@ -138,8 +129,7 @@ static inline char *block_in(char *raw, size_t align)
 /* A block of size bytes at align, carved from glibc (see above). */
 static void *carve(size_t size, size_t align, bool zero)
 {
-	char *raw =
-		zero ? libc_calloc(1, size + align) : libc_malloc(size + align);
+	char *raw = libc_alloc(size + align, zero);
 	char *ptr;
 
 	if (!raw)
@@ -212,9 +202,9 @@ static void default_free(void *ctx, void *ptr, size_t size, size_t align)
 }
 
 /*
- * In place where the kind of block stays (see above); otherwise, or with
- * junk to write, a new block, the bytes and the old one freed.  NULL
- * leaves the old block as it was.
+ * In place where the kind of block stays (see above); otherwise (a new
+ * kind, junk to write, a direct block under a sanitizer) a new block, the
+ * bytes and the old one freed.  NULL leaves the old block as it was.
  */
 static void *default_realloc(void *ctx, void *ptr, size_t old_size,
 			     size_t new_size, size_t align)
@@ -224,12 +214,14 @@ static void *default_realloc(void *ctx, void *ptr, size_t old_size,
 
 	if (likely(!alloy__conf.junk_fill) &&
 	    big == is_big(new_size, align)) {
-		if (!big && is_direct(align))
-			return direct_resize(ptr, old_size, new_size);
-		if (!big)
+		if (big) {
+			if (alloy__bigblock_resize(ptr, new_size, align, &p))
+				return p;
+		} else if (!is_direct(align)) {
 			return recarve(ptr, old_size, new_size, align);
-		if (alloy__bigblock_resize(ptr, new_size, align, &p))
-			return p;
+		} else if (DIRECT_RESIZES_IN_PLACE) {
+			return libc_realloc(ptr, new_size);
+		}
 	}
 	p = default_alloc(ctx, new_size, align, 0);
 	if (!p)

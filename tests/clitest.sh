@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 # tests/clitest.sh - helpers for shell tests of the alloy command; source
-# it after setting $out and $err (files for the command's output):
+# it, then set $out and $err (files for the command's output) or call
+# clitest_scratch:
 #   check DESCRIPTION 'shell condition'   count a pass, or print the failure
 #   rc=$(run ARGS...)                     run $ALLOY, exit status on stdout
 #   clitest_done NAME                     print the tally; false on failures
+#   clitest_scratch                       a directory $dir, removed at exit,
+#                                         with $out and $err in it
 ALLOY=${ALLOY:-./alloy}
 pass=0
 fail=0
@@ -29,4 +32,10 @@ run() {
 clitest_done() {
 	echo "$1: $pass passed, $fail failed"
 	[ "$fail" = 0 ]
+}
+
+clitest_scratch() {
+	dir=$(mktemp -d)
+	out=$dir/out err=$dir/err
+	trap 'rm -rf "$dir"' EXIT
 }

@@ -9,10 +9,8 @@
 # cannot be opened, a closed stderr, leak summaries, a forked child.
 # Run from the build directory (make check does).
 set -u
-dir=$(mktemp -d)
-out=$dir/out err=$dir/err
-trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/clitest.sh"
+clitest_scratch
 PROG=./tests/profprog
 
 # JSON checks: python3 reads the file and runs the expression given.

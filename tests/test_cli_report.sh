@@ -4,10 +4,8 @@
 # exit report and trace, `alloy report` in every format, `alloy replay`
 # reproducing the demo's peak, and bad traces refused without clobbering.
 set -u
-dir=$(mktemp -d)
-out=$dir/out err=$dir/err
-trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/clitest.sh"
+clitest_scratch
 
 # The demo with the reporter on: a summary per allocator, no leaks.
 ALLOY_CONF="report:stderr,trace:$dir/t.trace" "$ALLOY" demo >"$out" 2>"$err"

@@ -16,10 +16,8 @@ if [ -z "$browser" ]; then
 	echo "skipped: no chromium (bash scripts/deps.sh --timeline installs it)"
 	exit 77
 fi
-dir=$(mktemp -d)
-out=$dir/out err=$dir/err
-trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/clitest.sh"
+clitest_scratch
 
 flags="--headless --no-sandbox --disable-gpu --disable-background-networking --hide-scrollbars --enable-logging=stderr --v=0"
 # The document after its script ran; console errors into $dir/console.

@@ -78,6 +78,22 @@ static int child(void)
 	return 0;
 }
 
+/* Fork n children, one after another, each running fn: all exit 0. */
+static void fork_children(int n, int (*fn)(void))
+{
+	for (int i = 0; i < n; i++) {
+		int st = 0;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(fn());
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "fork %d: child status %d", i, st);
+	}
+}
+
 START_TEST(fork_while_other_threads_allocate)
 {
 	pthread_t t[3];
@@ -87,17 +103,7 @@ START_TEST(fork_while_other_threads_allocate)
 	pthread_create(&t[0], NULL, allocate, NULL);
 	pthread_create(&t[1], NULL, allocate, NULL);
 	pthread_create(&t[2], NULL, swap, NULL);
-	for (int i = 0; i < FORKS; i++) {
-		int st = 0;
-		pid_t pid = fork();
-
-		if (pid == 0)
-			_exit(child());
-		ck_assert_int_gt(pid, 0);
-		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-			      "fork %d: child status %d", i, st);
-	}
+	fork_children(FORKS, child);
 	atomic_store(&stop, true);
 	for (int i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
@@ -131,6 +137,15 @@ static void *allocate_plain(void *arg)
 	return NULL;
 }
 
+/* A debug child's whole life: one block through debug. */
+static int allocate_once(void)
+{
+	void *p = alloy_malloc(64);
+
+	alloy_free(p);
+	return p ? 0 : 1;
+}
+
 START_TEST(fork_while_other_threads_use_the_debug_allocator)
 {
 	pthread_t t[2];
@@ -139,21 +154,7 @@ START_TEST(fork_while_other_threads_use_the_debug_allocator)
 	atomic_store(&stop, false);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, allocate_plain, NULL);
-	for (int i = 0; i < DEBUG_FORKS; i++) {
-		int st = 0;
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			void *p = alloy_malloc(64);
-
-			alloy_free(p);
-			_exit(p ? 0 : 1);
-		}
-		ck_assert_int_gt(pid, 0);
-		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-			      "fork %d: child status %d", i, st);
-	}
+	fork_children(DEBUG_FORKS, allocate_once);
 	atomic_store(&stop, true);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);

@@ -25,10 +25,8 @@ if ! "$py" -c 'import numpy' >/dev/null 2>&1; then
 	echo "skipped: no NumPy for the module's interpreter (apt-get install python3-numpy)"
 	exit 77
 fi
-dir=$(mktemp -d)
-out=$dir/out err=$dir/err
-trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/clitest.sh"
+clitest_scratch
 
 json() { # file, python expression over `d` that must be true
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
