@@ -52,6 +52,7 @@
 #include "core/sanitizer.h"
 #include "allocators/bigblock.h"
 #include "allocators/builtin.h"
+#include "allocators/default_cache.h"
 
 /* At or above this, size + align goes to a mapping (glibc's threshold). */
 #define BIG_MIN ((size_t)128 << 10)
@@ -160,6 +161,35 @@ static void *recarve(void *ptr, size_t old_size, size_t new_size, size_t align)
 	return nptr;
 }
 
+/* A direct block: from this thread's cache where its size has a bin. */
+static inline void *direct_take(size_t size, bool zero)
+{
+	size_t b = alloy__dcache_bin(size);
+	void *p;
+
+	if (b < DCACHE_BINS && (p = alloy__dcache_take(b))) {
+		if (zero)
+			memset(p, 0, size);
+		return p;
+	}
+	return direct_alloc(size, zero);
+}
+
+static inline void direct_give(void *ptr, size_t size)
+{
+	size_t b = alloy__dcache_bin(size);
+
+	if (b < DCACHE_BINS && alloy__dcache_put(ptr, b))
+		return;
+	libc_free(ptr);
+}
+
+/* The per-thread cache gives its blocks back through this. */
+static void release_direct(void *ptr)
+{
+	libc_free(ptr);
+}
+
 /* At most 2^62 bytes at 2^40 (alloy's limits): this cannot wrap. */
 static inline bool is_big(size_t size, size_t align)
 {
@@ -180,7 +210,7 @@ static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	if (is_big(size, align))
 		p = alloy__bigblock_alloc(size, align, zero);
 	else if (is_direct(align))
-		p = direct_alloc(size, zero);
+		p = direct_take(size, zero);
 	else
 		p = carve(size, align, zero);
 	if (unlikely(!zero && alloy__conf.junk_fill) && p)
@@ -196,7 +226,7 @@ static void default_free(void *ctx, void *ptr, size_t size, size_t align)
 	if (is_big(size, align))
 		alloy__bigblock_free(ptr);
 	else if (is_direct(align))
-		libc_free(ptr);
+		direct_give(ptr, size);
 	else
 		libc_free(((void **)ptr)[-1]);
 }
@@ -242,18 +272,38 @@ static size_t default_usable_size(void *ctx, const void *ptr, size_t size)
 
 static long long default_trim(void *ctx)
 {
+	size_t cached = alloy__dcache_flush_self();
+
 	(void)ctx;
 	/* glibc says whether it released anything, not how much. */
 	if (libc_trim)
 		libc_trim(0);
-	return (long long)alloy__bigblock_trim();
+	return (long long)(cached + alloy__bigblock_trim());
 }
 
-/* Registry's counts, plus what the big blocks' cache holds. */
+/* Registry's counts, plus what the big blocks' and threads' caches hold. */
 static int default_stats(void *ctx, struct alloy_allocator_stats *st)
 {
 	(void)ctx;
-	st->reserved = st->allocated + alloy__bigblock_cached();
+	st->reserved = st->allocated + alloy__bigblock_cached() +
+		       alloy__dcache_bytes();
+	return 0;
+}
+
+/* Blocks kept per bin of each thread's cache; 0 turns the cache off. */
+static int set_thread_cache(const char *value)
+{
+	uint64_t n;
+
+	if (alloy_parse_size(value, &n) || n > DCACHE_DEPTH_MAX)
+		return alloy__error(-ERANGE, "default",
+				    "thread_cache \"%s\" must be a count of "
+				    "blocks per size, 0 to %d (0: no cache)",
+				    value, DCACHE_DEPTH_MAX);
+	if (n && alloy__dcache_slot < 0)
+		return alloy__error(-ENOSPC, "default",
+				    "the per-thread cache has no counter slot");
+	atomic_store(&alloy__dcache_depth, (unsigned)n);
 	return 0;
 }
 
@@ -262,10 +312,13 @@ static int default_set_option(void *ctx, const char *key, const char *value)
 	uint64_t n;
 
 	(void)ctx;
+	if (strcmp(key, "thread_cache") == 0)
+		return set_thread_cache(value);
 	if (strcmp(key, "cache") != 0)
-		return alloy__error(-EINVAL, "default",
-				    "unknown option \"%s\" (known: cache)",
-				    key);
+		return alloy__error(
+			-EINVAL, "default",
+			"unknown option \"%s\" (known: cache, thread_cache)",
+			key);
 	if (alloy_parse_size(value, &n) || n > SIZE_MAX)
 		return alloy__error(
 			-ERANGE, "default",
@@ -293,5 +346,7 @@ static const struct alloy_allocator_ops default_ops = {
 int alloy__register_default_allocator(void)
 {
 	resolve_libc();
+	/* Without its counter slot the cache is off; the allocator works. */
+	alloy__dcache_init(release_direct);
 	return alloy_register_allocator(&default_ops, NULL, "builtin", NULL);
 }

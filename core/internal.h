@@ -107,6 +107,12 @@ struct alloy__tls {
 	struct alloy__tls *next;
 	struct alloy__tls *prev;
 	void *owner; /* the owner labels of this thread (core/owner.c) */
+	/*
+	 * The default allocator's cache of this thread's free blocks
+	 * (allocators/default_cache.c), or NULL; emptied through
+	 * alloy__tls_cache_drain when the record is retired.
+	 */
+	void *cache;
 	/* Written only by this thread (alloy__count_add), read by all. */
 	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
 };
@@ -114,6 +120,14 @@ struct alloy__tls {
 extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
 extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
+
+/*
+ * Set once by the allocator that keeps a per-thread cache (the default
+ * one): called with a record's cache when the record is retired, at its
+ * thread's exit or, for the other threads' records, in a fork child.
+ * Core knows the hook, not the allocator (layers point downward).
+ */
+extern ALLOY_HIDDEN void (*alloy__tls_cache_drain)(void *cache);
 
 /*
  * What sends an allocation off the fast path, in one word so that the

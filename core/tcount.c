@@ -27,6 +27,8 @@ static __thread bool tls_gone __attribute__((tls_model("initial-exec")));
 atomic_bool alloy__need_fence = true;
 _Atomic unsigned alloy__slow_mask = ALLOY__SLOW_FENCE;
 
+void (*alloy__tls_cache_drain)(void *cache);
+
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloy__tls *tls_head;
 
@@ -75,6 +77,9 @@ static int membarrier(int cmd)
 /* Fold t into the retired totals and put it on the free list; locked. */
 static void retire_locked(struct alloy__tls *t)
 {
+	/* First: the drain counts what leaves the cache in t's counters. */
+	if (t->cache)
+		alloy__tls_cache_drain(t->cache);
 	for (int i = 0; i < slots_used; i++) {
 		int64_t v = atomic_load_explicit(&t->count[i],
 						 memory_order_relaxed);

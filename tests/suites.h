@@ -16,6 +16,7 @@
 	X(plain)             \
 	X(fork)              \
 	X(default)           \
+	X(default_cache)     \
 	X(context)           \
 	X(plugin)            \
 	X(jemalloc)          \

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/*
+ * allocators/default_cache.c - the cold half of the default allocator's
+ * per-thread cache (allocators/default_cache.h has the design and the
+ * fast half): making a thread's cache, emptying one, and counting what
+ * all of them hold.
+ */
+#include "allocators/default_cache.h"
+#include "core/arena.h"
+
+_Atomic unsigned alloy__dcache_depth = DCACHE_DEPTH_DEFAULT;
+int alloy__dcache_slot = -1;
+
+/* glibc's free, by the name the default allocator uses (default.c). */
+static void (*release_block)(void *ptr);
+
+/* Give every block of c back to glibc; c's thread or no thread runs. */
+static void drain(void *cache)
+{
+	struct alloy__dcache *c = cache;
+	int64_t bytes = 0;
+
+	for (size_t b = 0; b < DCACHE_BINS; b++) {
+		void *p = c->head[b];
+
+		while (p) {
+			void *next = *(void **)p;
+
+			release_block(p);
+			p = next;
+		}
+		bytes += (int64_t)(c->count[b] * alloy__dcache_bin_bytes(b));
+		c->head[b] = NULL;
+		c->count[b] = 0;
+	}
+	alloy__count_sub(&c->rec->count[alloy__dcache_slot], bytes);
+}
+
+int alloy__dcache_init(void (*release)(void *ptr))
+{
+	int slot = alloy__tcount_reserve(1);
+
+	if (slot < 0) {
+		/* No slot, no cache: put finds no depth and frees at once. */
+		atomic_store(&alloy__dcache_depth, 0);
+		return alloy__error(slot, "default", "no counter slot left "
+				    "for the per-thread cache; it is off");
+	}
+	release_block = release;
+	alloy__dcache_slot = slot;
+	alloy__tls_cache_drain = drain;
+	return 0;
+}
+
+struct alloy__dcache *alloy__dcache_create(struct alloy__tls *t)
+{
+	struct alloy__dcache *c;
+
+	if (!atomic_load_explicit(&alloy__dcache_depth, memory_order_relaxed))
+		return NULL;
+	c = alloy__arena_alloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	c->rec = t;
+	/* Kept with the record, which is never freed, only reused. */
+	t->cache = c;
+	return c;
+}
+
+size_t alloy__dcache_flush_self(void)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	size_t before;
+
+	if (!t || !t->cache)
+		return 0;
+	before = (size_t)atomic_load_explicit(&t->count[alloy__dcache_slot],
+					      memory_order_relaxed);
+	drain(t->cache);
+	return before;
+}
+
+size_t alloy__dcache_bytes(void)
+{
+	int64_t n = alloy__dcache_slot < 0 ?
+			    0 : alloy__tcount_sum(alloy__dcache_slot);
+
+	return n > 0 ? (size_t)n : 0;
+}

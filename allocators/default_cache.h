@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * allocators/default_cache.h - the default allocator's per-thread cache
+ * of free direct blocks of 1033-2056 bytes: the sizes just past those
+ * glibc keeps in its own per-thread cache.
+ *
+ * glibc serves requests of up to 1032 bytes from a per-thread cache
+ * without a lock; a larger one takes its arena's lock on malloc and on
+ * free once the process has a second thread (32 ns a pair on this
+ * project's machine against 6 ns below the limit, docs/BENCHMARKS.md).
+ * The plain-pointer API's 16-byte header moves a 1 KiB block (a NumPy
+ * array of 1024 bytes) across that line, so alloy continues glibc's cache
+ * one kilobyte further: 64 bins, one per glibc chunk size (16 bytes
+ * apart), each a list of at most alloy__dcache_depth free blocks linked
+ * through their first word.  Blocks of one bin are glibc chunks of the
+ * same size, so any of them serves any request of the bin.
+ *
+ * The cache hangs off the thread's record (core/tcount.c), is used by its
+ * thread only, and is emptied back into glibc when the record is retired
+ * (thread exit; in a fork child, the threads that are gone) and by trim
+ * for the calling thread.  Bytes in caches count in a per-thread counter
+ * slot, so the allocator's stats report them as reserved.
+ *
+ * Under a sanitizer that owns malloc, the cache is off: blocks it held
+ * would hide use-after-free from the sanitizer.
+ */
+#ifndef ALLOY_ALLOCATORS_DEFAULT_CACHE_H
+#define ALLOY_ALLOCATORS_DEFAULT_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/internal.h"
+#include "core/sanitizer.h"
+
+/* glibc's chunk for a request: size word added, rounded up to 16. */
+#define DCACHE_CHUNK_SHIFT 4
+#define DCACHE_CHUNK_OVER  (sizeof(size_t) + 15)
+/* The smallest chunk glibc's per-thread cache does not keep (1033 B). */
+#define DCACHE_FIRST_CHUNK 1056
+#define DCACHE_BINS	   64
+/* Blocks kept per bin unless "default.thread_cache" says (glibc's: 7). */
+#define DCACHE_DEPTH_DEFAULT 7
+#define DCACHE_DEPTH_MAX     255
+
+struct alloy__dcache {
+	struct alloy__tls *rec; /* the record whose counters count it */
+	void *head[DCACHE_BINS];
+	unsigned char count[DCACHE_BINS];
+};
+
+/* Blocks kept per bin (0: the cache is off); see default_set_option. */
+extern ALLOY_HIDDEN _Atomic unsigned alloy__dcache_depth;
+/* The counter slot of cached bytes (alloy__dcache_init reserves it). */
+extern ALLOY_HIDDEN int alloy__dcache_slot;
+
+/* Reserve the counter slot and set the drain hook; release frees a block. */
+ALLOY_HIDDEN int alloy__dcache_init(void (*release)(void *ptr));
+/* A cache for t, NULL when none can be had (cold path of put). */
+ALLOY_HIDDEN struct alloy__dcache *alloy__dcache_create(struct alloy__tls *t);
+/* Empty the calling thread's cache into glibc; returns the bytes. */
+ALLOY_HIDDEN size_t alloy__dcache_flush_self(void);
+/* Bytes in every thread's cache. */
+ALLOY_HIDDEN size_t alloy__dcache_bytes(void);
+
+/* The bin of a request of size bytes, or DCACHE_BINS if none keeps it. */
+static inline size_t alloy__dcache_bin(size_t size)
+{
+#ifdef ALLOY_SANITIZER_OWNS_MALLOC
+	(void)size;
+	return DCACHE_BINS;
+#else
+	/* Sizes below the first chunk wrap around to a huge bin number. */
+	size_t b = ((size + DCACHE_CHUNK_OVER) >> DCACHE_CHUNK_SHIFT) -
+		   (DCACHE_FIRST_CHUNK >> DCACHE_CHUNK_SHIFT);
+
+	return b < DCACHE_BINS ? b : DCACHE_BINS;
+#endif
+}
+
+/* The bytes a block of bin b holds (its chunk less the size word). */
+static inline size_t alloy__dcache_bin_bytes(size_t b)
+{
+	return DCACHE_FIRST_CHUNK + (b << DCACHE_CHUNK_SHIFT) - sizeof(size_t);
+}
+
+/* A cached block for a request of bin b, or NULL. */
+static inline void *alloy__dcache_take(size_t b)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	struct alloy__dcache *c;
+	void *p;
+
+	if (!t || !(c = t->cache) || !(p = c->head[b]))
+		return NULL;
+	c->head[b] = *(void **)p;
+	c->count[b]--;
+	alloy__count_sub(&t->count[alloy__dcache_slot],
+			 (int64_t)alloy__dcache_bin_bytes(b));
+	return p;
+}
+
+/* Keep ptr, a free block of bin b; false when the caller must free it. */
+static inline bool alloy__dcache_put(void *ptr, size_t b)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	struct alloy__dcache *c;
+
+	if (unlikely(!t))
+		return false;
+	c = t->cache;
+	if (unlikely(!c) && !(c = alloy__dcache_create(t)))
+		return false;
+	if (c->count[b] >= atomic_load_explicit(&alloy__dcache_depth,
+						memory_order_relaxed))
+		return false;
+	*(void **)ptr = c->head[b];
+	c->head[b] = ptr;
+	c->count[b]++;
+	alloy__count_add(&t->count[alloy__dcache_slot],
+			 (int64_t)alloy__dcache_bin_bytes(b));
+	return true;
+}
+
+#endif /* ALLOY_ALLOCATORS_DEFAULT_CACHE_H */
