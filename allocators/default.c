@@ -161,27 +161,41 @@ static void *recarve(void *ptr, size_t old_size, size_t new_size, size_t align)
 	return nptr;
 }
 
+/*
+ * The cache's side of a direct block, out of line: the other sizes then
+ * reach glibc by a tail call, without a frame set up for the cache.
+ */
+static __attribute__((noinline)) void *cached_take(size_t size, bool zero)
+{
+	void *p = alloy__dcache_take(alloy__dcache_bin(size));
+
+	if (!p)
+		return direct_alloc(size, zero);
+	if (zero)
+		memset(p, 0, size);
+	return p;
+}
+
+static __attribute__((noinline)) void cached_give(void *ptr, size_t size)
+{
+	if (!alloy__dcache_put(ptr, alloy__dcache_bin(size)))
+		libc_free(ptr);
+}
+
 /* A direct block: from this thread's cache where its size has a bin. */
 static inline void *direct_take(size_t size, bool zero)
 {
-	size_t b = alloy__dcache_bin(size);
-	void *p;
-
-	if (b < DCACHE_BINS && (p = alloy__dcache_take(b))) {
-		if (zero)
-			memset(p, 0, size);
-		return p;
-	}
+	if (alloy__dcache_covers(size))
+		return cached_take(size, zero);
 	return direct_alloc(size, zero);
 }
 
 static inline void direct_give(void *ptr, size_t size)
 {
-	size_t b = alloy__dcache_bin(size);
-
-	if (b < DCACHE_BINS && alloy__dcache_put(ptr, b))
-		return;
-	libc_free(ptr);
+	if (alloy__dcache_covers(size))
+		cached_give(ptr, size);
+	else
+		libc_free(ptr);
 }
 
 /* The per-thread cache gives its blocks back through this. */

@@ -63,19 +63,37 @@ ALLOY_HIDDEN size_t alloy__dcache_flush_self(void);
 /* Bytes in every thread's cache. */
 ALLOY_HIDDEN size_t alloy__dcache_bytes(void);
 
-/* The bin of a request of size bytes, or DCACHE_BINS if none keeps it. */
-static inline size_t alloy__dcache_bin(size_t size)
+/* The requests the bins keep: chunks of DCACHE_FIRST_CHUNK and up. */
+#define DCACHE_MIN_REQ (DCACHE_FIRST_CHUNK - DCACHE_CHUNK_OVER)
+#define DCACHE_SPAN    ((size_t)DCACHE_BINS << DCACHE_CHUNK_SHIFT)
+
+/*
+ * Whether a request of size bytes has a bin: one compare, as every
+ * direct block pays it (sizes below the range wrap around to huge).
+ */
+static inline bool alloy__dcache_covers(size_t size)
 {
 #ifdef ALLOY_SANITIZER_OWNS_MALLOC
 	(void)size;
-	return DCACHE_BINS;
+	return false;
 #else
-	/* Sizes below the first chunk wrap around to a huge bin number. */
-	size_t b = ((size + DCACHE_CHUNK_OVER) >> DCACHE_CHUNK_SHIFT) -
-		   (DCACHE_FIRST_CHUNK >> DCACHE_CHUNK_SHIFT);
-
-	return b < DCACHE_BINS ? b : DCACHE_BINS;
+	return size - DCACHE_MIN_REQ < DCACHE_SPAN;
 #endif
+}
+
+_Static_assert(((DCACHE_MIN_REQ + DCACHE_CHUNK_OVER) & ~(size_t)15) ==
+		       DCACHE_FIRST_CHUNK &&
+	       ((DCACHE_MIN_REQ - 1 + DCACHE_CHUNK_OVER) & ~(size_t)15) <
+		       DCACHE_FIRST_CHUNK &&
+	       ((DCACHE_MIN_REQ + DCACHE_SPAN - 1 + DCACHE_CHUNK_OVER -
+		 DCACHE_FIRST_CHUNK) >> DCACHE_CHUNK_SHIFT) == DCACHE_BINS - 1,
+	       "the covered requests are exactly the bins' chunks");
+
+/* The bin of a request that alloy__dcache_covers. */
+static inline size_t alloy__dcache_bin(size_t size)
+{
+	return (size + DCACHE_CHUNK_OVER - DCACHE_FIRST_CHUNK) >>
+	       DCACHE_CHUNK_SHIFT;
 }
 
 /* The bytes a block of bin b holds (its chunk less the size word). */

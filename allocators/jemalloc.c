@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/jemalloc.c - the "jemalloc" module: CPU memory from jemalloc's
- * non-standard API (mallocx / sdallocx), never from its malloc.
+ * allocators/jemalloc.c - the "jemalloc" module: CPU memory from jemalloc,
+ * never through the process's malloc.
  *
- * Sized free (sdallocx) spares jemalloc the size lookup it would otherwise
- * do on every free; alloy always knows the size, so it always passes it.
+ * Two of jemalloc's entry points serve a block.  Where no flag is needed
+ * (the alignment is the size class's own, jemalloc's shared arena) it is
+ * jemalloc's own malloc, calloc and free, looked up in jemalloc's object
+ * itself, so that neither glibc's malloc nor an LD_PRELOAD front that
+ * defines malloc for the process is reached: in Debian's jemalloc 5.3
+ * only malloc and free have the fast path, and a pair costs 74
+ * instructions at 64 B against 200 for mallocx + sdallocx with flags 0
+ * (docs/BENCHMARKS.md, "Backends").  Everywhere else it is the
+ * non-standard API, mallocx / sdallocx / rallocx with the flags; sized
+ * free spares the size lookup there.  jemalloc frees any of its blocks
+ * through either, so the two may meet (a block made with flags and the
+ * arena option changed before its free, for one).
  *
  * Alignment is passed only when the size class does not give it anyway:
  * any MALLOCX_ALIGN flag takes jemalloc off its flags-0 fast path (about
@@ -32,6 +42,7 @@
  * this module if it was not, and that late load is what fails with
  * "cannot allocate memory in static TLS block" - alloy's loader explains.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,6 +66,49 @@ struct je_state {
 };
 
 static struct je_state je;
+
+/* jemalloc's own malloc family (see above); NULL if it has none. */
+static struct {
+	void *(*malloc)(size_t size);
+	void *(*calloc)(size_t n, size_t size);
+	void (*free)(void *ptr);
+} own;
+
+/* Whether p is code in the object whose base is base. */
+static bool defined_in(void *p, const void *base)
+{
+	Dl_info info;
+
+	return p && dladdr(p, &info) && info.dli_fbase == base;
+}
+
+/*
+ * Find malloc, calloc and free in jemalloc's object.  dlsym on its handle
+ * searches the object before its dependencies, and the check that each
+ * lies in it refuses a jemalloc built with a prefix (whose plain names
+ * would be libc's): then everything goes through mallocx.
+ */
+static void find_own_malloc(void)
+{
+	Dl_info info;
+	void *h, *m, *c, *f;
+
+	if (!dladdr((void *)mallocx, &info) || !info.dli_fname)
+		return;
+	h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return;
+	m = dlsym(h, "malloc");
+	c = dlsym(h, "calloc");
+	f = dlsym(h, "free");
+	dlclose(h);
+	if (!defined_in(m, info.dli_fbase) || !defined_in(c, info.dli_fbase) ||
+	    !defined_in(f, info.dli_fbase))
+		return;
+	*(void **)&own.malloc = m;
+	*(void **)&own.calloc = c;
+	*(void **)&own.free = f;
+}
 
 /* The alignment flags for a block of size (>= 1) at align. */
 static inline int align_flags(const struct je_state *s, size_t size,
@@ -83,6 +137,7 @@ static int je_init(void *ctx)
 		s->natural[i] = plain ? (uint16_t)(1u << lg) : 0;
 	}
 	s->natural[0] = s->natural[1];
+	find_own_malloc();
 	return 0;
 }
 
@@ -94,6 +149,9 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	/* mallocx(0) is undefined; alloy never asks, but be safe. */
 	size = size ? size : 1;
 	f = align_flags(s, size, align) | s->flags;
+	if (!f && own.malloc)
+		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
+						: own.malloc(size);
 	if (flags & ALLOY_ALLOC_ZERO)
 		f |= MALLOCX_ZERO;
 	return mallocx(size, f);
@@ -103,8 +161,14 @@ static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct je_state *s = ctx;
 
+	int f;
+
 	size = size ? size : 1;
-	sdallocx(ptr, size, align_flags(s, size, align) | s->flags);
+	f = align_flags(s, size, align) | s->flags;
+	if (!f && own.free)
+		own.free(ptr);
+	else
+		sdallocx(ptr, size, f);
 }
 
 /* The new block gets the flags its free will pass (see align_flags). */
@@ -310,7 +374,7 @@ static const struct alloy_plugin_descriptor je_descriptor = {
 	.struct_size = sizeof(struct alloy_plugin_descriptor),
 	.name = "jemalloc",
 	.description =
-		"jemalloc through mallocx/sdallocx, optionally in its own arena",
+		"jemalloc through its own malloc/free or mallocx/sdallocx, optionally in its own arena",
 	.allocators = je_allocators,
 	.nallocators = 1,
 };

@@ -200,6 +200,34 @@ START_TEST(dedicated_arena)
 }
 END_TEST
 
+/*
+ * Blocks made in the dedicated arena (mallocx with its flags) and freed
+ * after the switch to the shared one (jemalloc's own free), and the other
+ * way round: jemalloc takes each back, its count of held bytes returns.
+ */
+START_TEST(arena_switch_with_live_blocks)
+{
+	struct alloy_allocator *a =
+		jemalloc_default("cpu:jemalloc,jemalloc.arena:dedicated");
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	struct alloy_data_ptr dp[4];
+	long long held = jemalloc_held();
+
+	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp[0]));
+	ck_assert_ok(alloy_alloc(a, 1 << 20, 64, 0, &dp[1]));
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena", "shared"));
+	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp[2]));
+	ck_assert_ok(alloy_alloc(a, 1 << 20, 64, ALLOY_ALLOC_ZERO, &dp[3]));
+	alloy_data_ptr_free(&dp[0]);
+	alloy_data_ptr_free(&dp[1]);
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena",
+				     "dedicated"));
+	alloy_data_ptr_free(&dp[2]);
+	alloy_data_ptr_free(&dp[3]);
+	ck_assert_int_eq(jemalloc_held(), held);
+}
+END_TEST
+
 START_TEST(bad_option_is_reported)
 {
 	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
@@ -224,6 +252,7 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, realloc_keeps_contents);
 	tcase_add_test(tc, stats_are_jemallocs);
 	tcase_add_test(tc, dedicated_arena);
+	tcase_add_test(tc, arena_switch_with_live_blocks);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
 	return s;
