@@ -14,8 +14,13 @@ int alloy__dcache_slot = -1;
 /* glibc's free, by the name the default allocator uses (default.c). */
 static void (*release_block)(void *ptr);
 
-/* Give every block of c back to glibc; c's thread or no thread runs. */
-static void drain(void *cache)
+/*
+ * Empty c: its blocks back to glibc (give_back), or only dropped from the
+ * lists (a fork child's gone thread: see alloy__tls_cache_retire; the
+ * blocks stay allocated in the child, as glibc's own per-thread caches of
+ * gone threads do).  Either way the cached bytes leave c's counter.
+ */
+static void retire(void *cache, bool give_back)
 {
 	struct alloy__dcache *c = cache;
 	int64_t bytes = 0;
@@ -23,7 +28,7 @@ static void drain(void *cache)
 	for (size_t b = 0; b < DCACHE_BINS; b++) {
 		void *p = c->head[b];
 
-		while (p) {
+		while (give_back && p) {
 			void *next = *(void **)p;
 
 			release_block(p);
@@ -48,7 +53,7 @@ int alloy__dcache_init(void (*release)(void *ptr))
 	}
 	release_block = release;
 	alloy__dcache_slot = slot;
-	alloy__tls_cache_drain = drain;
+	alloy__tls_cache_retire = retire;
 	return 0;
 }
 
@@ -76,7 +81,7 @@ size_t alloy__dcache_flush_self(void)
 		return 0;
 	before = (size_t)atomic_load_explicit(&t->count[alloy__dcache_slot],
 					      memory_order_relaxed);
-	drain(t->cache);
+	retire(t->cache, true);
 	return before;
 }
 

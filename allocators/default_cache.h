@@ -16,9 +16,10 @@
  * same size, so any of them serves any request of the bin.
  *
  * The cache hangs off the thread's record (core/tcount.c), is used by its
- * thread only, and is emptied back into glibc when the record is retired
- * (thread exit; in a fork child, the threads that are gone) and by trim
- * for the calling thread.  Bytes in caches count in a per-thread counter
+ * thread only, and is emptied back into glibc when the thread exits and
+ * by trim for the calling thread.  In a fork child the caches of the
+ * threads that are gone are forgotten, not walked (one may have been
+ * halfway through a change), as glibc forgets its own.  Bytes in caches count in a per-thread counter
  * slot, so the allocator's stats report them as reserved.
  *
  * Under a sanitizer that owns malloc, the cache is off: blocks it held
@@ -54,7 +55,7 @@ extern ALLOY_HIDDEN _Atomic unsigned alloy__dcache_depth;
 /* The counter slot of cached bytes (alloy__dcache_init reserves it). */
 extern ALLOY_HIDDEN int alloy__dcache_slot;
 
-/* Reserve the counter slot and set the drain hook; release frees a block. */
+/* Reserve the counter slot and set the retire hook; release frees a block. */
 ALLOY_HIDDEN int alloy__dcache_init(void (*release)(void *ptr));
 /* A cache for t, NULL when none can be had (cold path of put). */
 ALLOY_HIDDEN struct alloy__dcache *alloy__dcache_create(struct alloy__tls *t);

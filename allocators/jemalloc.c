@@ -8,9 +8,9 @@
  * jemalloc's own malloc, calloc and free, looked up in jemalloc's object
  * itself, so that neither glibc's malloc nor an LD_PRELOAD front that
  * defines malloc for the process is reached: in Debian's jemalloc 5.3
- * only malloc and free have the fast path, and a pair costs 74
- * instructions at 64 B against 200 for mallocx + sdallocx with flags 0
- * (docs/BENCHMARKS.md, "Backends").  Everywhere else it is the
+ * only malloc and free have the fast path, and a pair costs 79
+ * instructions at 64 B against 206 for mallocx + sdallocx with flags 0
+ * (docs/BENCHMARKS.md).  Everywhere else it is the
  * non-standard API, mallocx / sdallocx / rallocx with the flags; sized
  * free spares the size lookup there.  jemalloc frees any of its blocks
  * through either, so the two may meet (a block made with flags and the

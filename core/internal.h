@@ -110,7 +110,7 @@ struct alloy__tls {
 	/*
 	 * The default allocator's cache of this thread's free blocks
 	 * (allocators/default_cache.c), or NULL; emptied through
-	 * alloy__tls_cache_drain when the record is retired.
+	 * alloy__tls_cache_retire when the record is retired.
 	 */
 	void *cache;
 	/* Written only by this thread (alloy__count_add), read by all. */
@@ -123,11 +123,14 @@ extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
 
 /*
  * Set once by the allocator that keeps a per-thread cache (the default
- * one): called with a record's cache when the record is retired, at its
- * thread's exit or, for the other threads' records, in a fork child.
+ * one): called with a record's cache when the record is retired.  At its
+ * thread's exit (give_back) the blocks go back to their allocator; in a
+ * fork child, for the threads that are gone, they are only forgotten: such
+ * a thread may have been halfway through changing its cache at the fork.
  * Core knows the hook, not the allocator (layers point downward).
  */
-extern ALLOY_HIDDEN void (*alloy__tls_cache_drain)(void *cache);
+extern ALLOY_HIDDEN void (*alloy__tls_cache_retire)(void *cache,
+						    bool give_back);
 
 /*
  * What sends an allocation off the fast path, in one word so that the

@@ -27,7 +27,7 @@ static __thread bool tls_gone __attribute__((tls_model("initial-exec")));
 atomic_bool alloy__need_fence = true;
 _Atomic unsigned alloy__slow_mask = ALLOY__SLOW_FENCE;
 
-void (*alloy__tls_cache_drain)(void *cache);
+void (*alloy__tls_cache_retire)(void *cache, bool give_back);
 
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloy__tls *tls_head;
@@ -74,12 +74,15 @@ static int membarrier(int cmd)
 	return (int)syscall(__NR_membarrier, cmd, 0, 0);
 }
 
-/* Fold t into the retired totals and put it on the free list; locked. */
-static void retire_locked(struct alloy__tls *t)
+/*
+ * Fold t into the retired totals and put it on the free list; locked.
+ * exiting: t's own thread is exiting (not a gone thread in a fork child).
+ */
+static void retire_locked(struct alloy__tls *t, bool exiting)
 {
-	/* First: the drain counts what leaves the cache in t's counters. */
+	/* First: this counts what leaves the cache in t's counters. */
 	if (t->cache)
-		alloy__tls_cache_drain(t->cache);
+		alloy__tls_cache_retire(t->cache, exiting);
 	for (int i = 0; i < slots_used; i++) {
 		int64_t v = atomic_load_explicit(&t->count[i],
 						 memory_order_relaxed);
@@ -107,7 +110,7 @@ static void tls_destroy(void *arg)
 	struct alloy__tls *t = arg;
 
 	pthread_mutex_lock(&tls_lock);
-	retire_locked(t);
+	retire_locked(t, true);
 	pthread_mutex_unlock(&tls_lock);
 	alloy__tls_self = NULL;
 	tls_gone = true;
@@ -318,7 +321,7 @@ void alloy__tls_fork_child(void)
 	for (t = tls_head; t; t = next) {
 		next = t->next;
 		if (t != self)
-			retire_locked(t);
+			retire_locked(t, false);
 	}
 	atomic_store(&alloy__shared_windows, 0);
 	/*

@@ -3,8 +3,8 @@
  * tests/test_default_cache.c - the default allocator's per-thread cache
  * of direct blocks of 1033-2056 bytes (allocators/default_cache.h): a
  * freed block comes back to its thread, each size keeps at most its depth
- * of blocks, the stats count cached bytes as reserved, trim, thread exit
- * and fork give them back, ALLOY_ALLOC_ZERO clears a reused block, and
+ * of blocks, the stats count cached bytes as reserved, trim and thread
+ * exit give them back, a fork child drops the gone threads' caches, ALLOY_ALLOC_ZERO clears a reused block, and
  * "default.thread_cache" sets the depth or turns the cache off.
  *
  * Sizes here are requests at alignment 16 (direct blocks).  glibc makes a
@@ -176,8 +176,8 @@ static void *cache_and_wait(void *arg)
 }
 
 /*
- * In a fork child the other threads are gone: their caches are given
- * back there, while the parent's thread keeps its own.
+ * In a fork child the other threads are gone: their caches are dropped
+ * there (no longer counted), while the parent's thread keeps its own.
  */
 START_TEST(fork_child_drops_the_caches_of_gone_threads)
 {

@@ -42,8 +42,10 @@ struct phase {
 	double ms_per_step; /* median */
 	long long allocs;   /* blocks it made in its phase */
 	uint64_t peak_live; /* its own blocks, from the reporter */
+	/* Its peak where it keeps one, else what it held at the end. */
 	uint64_t peak_reserved;
 	bool reserved_known;
+	bool peak_known;
 };
 
 static double now_ms(void)
@@ -193,8 +195,9 @@ static int run_phase(struct phase *ph, struct demo_net **net, int steps,
 			alloy_allocator_ops(ph->a);
 
 		ph->reserved_known = ops && ops->stats;
+		ph->peak_known = st.peak_reserved != 0;
 		ph->peak_reserved =
-			st.peak_reserved ? st.peak_reserved : st.reserved;
+			ph->peak_known ? st.peak_reserved : st.reserved;
 	}
 	printf("  %-10s %d steps, loss %.3f, %lld blocks made\n",
 	       alloy_allocator_name(ph->a), steps, loss, ph->allocs);
@@ -208,24 +211,28 @@ static void print_table(const struct phase *ph, int n)
 	for (int i = 1; i < n; i++)
 		if (ph[i].ms_per_step < ph[fastest].ms_per_step)
 			fastest = i;
-	printf("\n  %-10s %12s %12s %14s %12s\n", "allocator", "time/step",
-	       "peak live", "peak reserved", "allocations");
+	printf("\n  %-10s %12s %12s %15s %12s\n", "allocator", "time/step",
+	       "peak live", "peak reserved ", "allocations");
 	for (int i = 0; i < n; i++) {
-		char live[32], res[32];
+		char live[32], held[32], res[sizeof(held) + 1];
 
 		human(ph[i].peak_live, live, sizeof(live));
-		if (ph[i].reserved_known)
-			human(ph[i].peak_reserved, res, sizeof(res));
-		else
-			snprintf(res, sizeof(res), "-");
-		printf("  %-10s %9.3f ms %12s %14s %12lld%s\n",
+		if (ph[i].reserved_known) {
+			human(ph[i].peak_reserved, held, sizeof(held));
+			snprintf(res, sizeof(res), "%s%s", held,
+				 ph[i].peak_known ? " " : "*");
+		} else {
+			snprintf(res, sizeof(res), "- ");
+		}
+		printf("  %-10s %9.3f ms %12s %15s %12lld%s\n",
 		       alloy_allocator_name(ph[i].a), ph[i].ms_per_step, live,
 		       res, ph[i].allocs, i == fastest ? "   <- fastest" : "");
 	}
 	printf("  (time/step: median of the phase, mostly arithmetic: after warm-up keep-on-shrink\n"
 	       "   leaves a few scratch blocks a step, so `alloy bench` is where the allocators race;\n"
-	       "   peak live: its own blocks, from the reporter; peak reserved: what it held from\n"
-	       "   the system, where it says)\n");
+	       "   peak live: its own blocks, from the reporter; peak reserved: the most it held\n"
+	       "   from the system, where it keeps that figure; *: it keeps none, so what it held\n"
+	       "   at the end of its phase)\n");
 }
 
 static int cpu_tour(int steps)
