@@ -170,7 +170,7 @@ static __attribute__((noinline)) void *cached_take(size_t size, bool zero)
 	void *p = alloy__dcache_take(alloy__dcache_bin(size));
 
 	if (!p)
-		return direct_alloc(size, zero);
+		return direct_alloc(alloy__dcache_block_size(size), zero);
 	if (zero)
 		memset(p, 0, size);
 	return p;
@@ -264,7 +264,8 @@ static void *default_realloc(void *ctx, void *ptr, size_t old_size,
 		} else if (!is_direct(align)) {
 			return recarve(ptr, old_size, new_size, align);
 		} else if (DIRECT_RESIZES_IN_PLACE) {
-			return libc_realloc(ptr, new_size);
+			return libc_realloc(
+				ptr, alloy__dcache_block_size(new_size));
 		}
 	}
 	p = default_alloc(ctx, new_size, align, 0);

@@ -103,6 +103,19 @@ static inline size_t alloy__dcache_bin_bytes(size_t b)
 	return DCACHE_FIRST_CHUNK + (b << DCACHE_CHUNK_SHIFT) - sizeof(size_t);
 }
 
+/*
+ * What to ask glibc for, for a direct block of size bytes: a bin's
+ * blocks are made at the bin's full size, so that any of them serves any
+ * request of the bin without counting on glibc's rounding (glibc rounds
+ * the same; a malloc that does not, valgrind's, needs it).
+ */
+static inline size_t alloy__dcache_block_size(size_t size)
+{
+	return alloy__dcache_covers(size) ?
+		       alloy__dcache_bin_bytes(alloy__dcache_bin(size)) :
+		       size;
+}
+
 /* A cached block for a request of bin b, or NULL. */
 static inline void *alloy__dcache_take(size_t b)
 {

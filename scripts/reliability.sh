@@ -31,8 +31,9 @@ threaded_suites() {
 }
 
 # Suites for valgrind: no threads (their interleavings are TSan's job, and
-# valgrind serialises them slowly) and no multi-second time bounds.
-VALGRIND_SUITES=(error conf default context fail debug sweep)
+# valgrind serialises them slowly; default_cache's few are short) and no
+# multi-second time bounds.
+VALGRIND_SUITES=(error conf default default_cache context fail debug sweep)
 
 run_suites() { # label runner-command... ; suites in $suites
 	local label=$1 failed=0 s
