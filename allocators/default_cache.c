@@ -15,10 +15,13 @@ int alloy__dcache_slot = -1;
 static void (*release_block)(void *ptr);
 
 /*
- * Empty c: its blocks back to glibc (give_back), or only dropped from the
- * lists (a fork child's gone thread: see alloy__tls_cache_retire; the
- * blocks stay allocated in the child, as glibc's own per-thread caches of
- * gone threads do).  Either way the cached bytes leave c's counter.
+ * Retire c: at its thread's exit its blocks go back to glibc and c is
+ * left empty for the next thread that takes the record.  In a fork child,
+ * for a thread that is gone, c is left as it is and no longer counted:
+ * core drops it from the record, so nothing walks or reuses lists that
+ * may have been half-changed at the fork, and the blocks stay allocated
+ * in the child - and reachable from c, as memcheck sees - like glibc's
+ * own per-thread caches of gone threads.
  */
 static void retire(void *cache, bool give_back)
 {
@@ -26,15 +29,13 @@ static void retire(void *cache, bool give_back)
 	int64_t bytes = 0;
 
 	for (size_t b = 0; b < DCACHE_BINS; b++) {
-		void *p = c->head[b];
-
-		while (give_back && p) {
-			void *next = *(void **)p;
-
-			release_block(p);
-			p = next;
-		}
 		bytes += (int64_t)(c->count[b] * alloy__dcache_bin_bytes(b));
+		if (!give_back)
+			continue;
+		for (void *p = c->head[b], *next; p; p = next) {
+			next = *(void **)p;
+			release_block(p);
+		}
 		c->head[b] = NULL;
 		c->count[b] = 0;
 	}

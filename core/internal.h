@@ -125,8 +125,9 @@ extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
  * Set once by the allocator that keeps a per-thread cache (the default
  * one): called with a record's cache when the record is retired.  At its
  * thread's exit (give_back) the blocks go back to their allocator; in a
- * fork child, for the threads that are gone, they are only forgotten: such
- * a thread may have been halfway through changing its cache at the fork.
+ * fork child, for the threads that are gone, they are only forgotten and
+ * the record drops the cache: such a thread may have been halfway through
+ * changing it at the fork.
  * Core knows the hook, not the allocator (layers point downward).
  */
 extern ALLOY_HIDDEN void (*alloy__tls_cache_retire)(void *cache,

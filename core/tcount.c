@@ -81,8 +81,12 @@ static int membarrier(int cmd)
 static void retire_locked(struct alloy__tls *t, bool exiting)
 {
 	/* First: this counts what leaves the cache in t's counters. */
-	if (t->cache)
+	if (t->cache) {
 		alloy__tls_cache_retire(t->cache, exiting);
+		/* A gone thread's cache is forgotten, never reused. */
+		if (!exiting)
+			t->cache = NULL;
+	}
 	for (int i = 0; i < slots_used; i++) {
 		int64_t v = atomic_load_explicit(&t->count[i],
 						 memory_order_relaxed);
