@@ -21,9 +21,9 @@ static void (*release_block)(void *ptr);
  * core drops it from the record, so nothing walks or reuses lists that
  * may have been half-changed at the fork, and the blocks stay allocated
  * in the child - and reachable from c, as memcheck sees - like glibc's
- * own per-thread caches of gone threads.
+ * own per-thread caches of gone threads.  Returns the bytes c held.
  */
-static void retire(void *cache, bool give_back)
+static size_t retire(void *cache, bool give_back)
 {
 	struct alloy__dcache *c = cache;
 	int64_t bytes = 0;
@@ -40,6 +40,7 @@ static void retire(void *cache, bool give_back)
 		c->count[b] = 0;
 	}
 	alloy__count_sub(&c->rec->count[alloy__dcache_slot], bytes);
+	return (size_t)bytes;
 }
 
 int alloy__dcache_init(void (*release)(void *ptr))
@@ -76,14 +77,8 @@ struct alloy__dcache *alloy__dcache_create(struct alloy__tls *t)
 size_t alloy__dcache_flush_self(void)
 {
 	struct alloy__tls *t = alloy__tls_self;
-	size_t before;
 
-	if (!t || !t->cache)
-		return 0;
-	before = (size_t)atomic_load_explicit(&t->count[alloy__dcache_slot],
-					      memory_order_relaxed);
-	retire(t->cache, true);
-	return before;
+	return t && t->cache ? retire(t->cache, true) : 0;
 }
 
 size_t alloy__dcache_bytes(void)

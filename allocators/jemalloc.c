@@ -160,7 +160,6 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct je_state *s = ctx;
-
 	int f;
 
 	size = size ? size : 1;

@@ -127,11 +127,11 @@ extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
  * thread's exit (give_back) the blocks go back to their allocator; in a
  * fork child, for the threads that are gone, they are only forgotten and
  * the record drops the cache: such a thread may have been halfway through
- * changing it at the fork.
+ * changing it at the fork.  Returns the bytes the cache held.
  * Core knows the hook, not the allocator (layers point downward).
  */
-extern ALLOY_HIDDEN void (*alloy__tls_cache_retire)(void *cache,
-						    bool give_back);
+extern ALLOY_HIDDEN size_t (*alloy__tls_cache_retire)(void *cache,
+						      bool give_back);
 
 /*
  * What sends an allocation off the fast path, in one word so that the

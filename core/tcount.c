@@ -27,7 +27,7 @@ static __thread bool tls_gone __attribute__((tls_model("initial-exec")));
 atomic_bool alloy__need_fence = true;
 _Atomic unsigned alloy__slow_mask = ALLOY__SLOW_FENCE;
 
-void (*alloy__tls_cache_retire)(void *cache, bool give_back);
+size_t (*alloy__tls_cache_retire)(void *cache, bool give_back);
 
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloy__tls *tls_head;
