@@ -17,15 +17,26 @@
  * than CACHE_SLOTS mappings and at most the limit in bytes (64 MiB unless
  * "default.cache" says otherwise; glibc's own dynamic trim threshold goes
  * up to the same); otherwise it is unmapped.  An allocation takes the
- * smallest cached mapping that is large enough (unmapping the tail of one
- * more than twice the size), or grows the largest smaller one with
- * mremap, which keeps its pages, or maps a new one.  Only the part of a
- * reused mapping that held data is cleared for a zeroed block: the rest is
- * fresh from the kernel.  A block grows in place by mremap too (the
- * kernel moves the pages, never the bytes), and a block shrunk to less
- * than half its mapping gives the tail back.  The cost is RSS: up to the
- * limit stays resident after the blocks are freed, until
- * alloy_allocator_trim() or exit.
+ * smallest cached mapping that is large enough, or grows the largest
+ * smaller one with mremap, which keeps its pages, or maps a new one.  Only
+ * the part of a reused mapping that held data is cleared for a zeroed
+ * block: the rest is fresh from the kernel.  A block grows within its
+ * mapping, else by mremap (the kernel moves the pages, never the bytes).
+ *
+ * A mapping keeps up to SLACK times what its block needs; only beyond
+ * that is the tail unmapped, when the mapping is taken from the cache or
+ * the block shrinks.  The slack is for the buffer that grows by realloc
+ * round after round (a program's output string, a growing array): the
+ * mapping it had when it was freed comes back whole to its next first
+ * step, and the growth to come stays inside pages already faulted in,
+ * with no mremap at all.  Trimming to the first step instead gave the
+ * pages back only to fault them in again a step later (thousands of
+ * faults a second in a JSON round trip under alloy run).  The slack was
+ * resident in the cache already: taking it whole adds nothing to RSS.
+ *
+ * The cost is RSS: up to the limit stays resident after the blocks are
+ * freed, until alloy_allocator_trim() or exit, and a block may hold up to
+ * SLACK times its size while it lives.
  *
  * The cache's lock is only ever tried, a bounded number of times: a thread
  * that cannot have it maps or unmaps by itself instead of waiting, so a
@@ -39,6 +50,8 @@
 #include "allocators/bigblock.h"
 
 #define CACHE_SLOTS 32
+/* A mapping may be this many times its block's need (see above). */
+#define SLACK 8
 /* The header below the pointer handed out: length, offset. */
 #define HEADER (2 * sizeof(uintptr_t))
 
@@ -152,6 +165,12 @@ static bool cache_put(struct mapping m)
 	return kept;
 }
 
+/* Whether a mapping of len bytes is beyond the slack for need bytes. */
+static inline bool far_too_large(size_t len, size_t need)
+{
+	return len / SLACK > need;
+}
+
 /*
  * A mapping of need bytes: a cached one fitted to size, or a new one.
  * *dirty is how many bytes at its start may hold old data.
@@ -162,8 +181,9 @@ static struct mapping map_block(size_t need, size_t *dirty)
 
 	*dirty = 0;
 	if (m.base && m.len >= need) {
-		/* Far too large: keep what the block needs, drop the rest. */
-		if (m.len / 2 > need && !munmap(m.base + need, m.len - need))
+		/* Keep what the block needs, and the slack, not more. */
+		if (far_too_large(m.len, need) &&
+		    !munmap(m.base + need, m.len - need))
 			m.len = need;
 		*dirty = m.len;
 		return m;
@@ -231,8 +251,9 @@ bool alloy__bigblock_resize(void *ptr, size_t size, size_t align, void **out)
 		return true;
 	need = (off + size + page - 1) & ~(page - 1);
 	if (need <= len) {
-		/* Far too large now: drop the tail, as map_block does. */
-		if (len / 2 > need && !munmap(base + need, len - need))
+		/* Beyond the slack now: drop the tail, as map_block does. */
+		if (far_too_large(len, need) &&
+		    !munmap(base + need, len - need))
 			((uintptr_t *)ptr)[-2] = need;
 		*out = ptr;
 		return true;

@@ -376,6 +376,61 @@ START_TEST(realloc_op_keeps_bytes_and_alignment)
 }
 END_TEST
 
+/*
+ * A freed mapping comes back whole to a smaller block while it is within
+ * the slack (8 times the block), so a buffer that grows again round after
+ * round grows in its pages, not by new ones; beyond the slack the tail is
+ * given back, on taking and on shrinking alike.
+ */
+START_TEST(large_mapping_slack_serves_regrowth)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(d);
+	void *ctx = alloy_allocator_ctx(d);
+	const size_t round = 800 << 10, first = 140 << 10;
+	unsigned char *p, *q;
+
+	ck_assert_int_ge(alloy_allocator_trim(d), 0);
+	p = ops->alloc(ctx, round, 16, 0);
+	ck_assert_ptr_nonnull(p);
+	ops->free(ctx, p, round, 16);
+
+	q = ops->alloc(ctx, first, 16, 0);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_ge(ops->usable_size(ctx, q, first), round);
+	fill(q, first, 5);
+	for (size_t n = first; n <= round; n += n / 8) {
+		unsigned char *r = ops->realloc(ctx, q, first, n, 16);
+
+		ck_assert_msg(r == q, "%zu bytes moved within the mapping", n);
+	}
+	ck_assert(filled(q, first, 5));
+	ops->free(ctx, q, round, 16);
+
+	/* Beyond the slack: a 16 MiB mapping keeps 1 MiB for 140 KiB. */
+	ck_assert_int_ge(alloy_allocator_trim(d), 0);
+	p = ops->alloc(ctx, 16 << 20, 16, 0);
+	ck_assert_ptr_nonnull(p);
+	ops->free(ctx, p, 16 << 20, 16);
+	q = ops->alloc(ctx, first, 16, 0);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_lt(ops->usable_size(ctx, q, first), first + 4096);
+
+	/* Shrinking: within the slack the mapping stays, beyond it not. */
+	q = ops->realloc(ctx, q, first, 4 << 20, 16);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_ge(ops->usable_size(ctx, q, 4 << 20), 4 << 20);
+	fill(q, 4 << 20, 6);
+	q = ops->realloc(ctx, q, 4 << 20, 1 << 20, 16);
+	ck_assert_uint_ge(ops->usable_size(ctx, q, 1 << 20), 4 << 20);
+	q = ops->realloc(ctx, q, 1 << 20, first, 16);
+	ck_assert_uint_lt(ops->usable_size(ctx, q, first), first + 4096);
+	ck_assert(filled(q, first, 6));
+	ops->free(ctx, q, first, 16);
+	ck_assert_int_ge(alloy_allocator_trim(d), 0);
+}
+END_TEST
+
 /* A growing buffer through alloy_realloc stays one counted block. */
 START_TEST(plain_realloc_grows_in_place_and_counts)
 {
@@ -417,6 +472,7 @@ Suite *suite_default(void)
 	tcase_add_test(tc, junk_fill_junks);
 	tcase_add_test(tc, large_blocks_are_cached);
 	tcase_add_test(tc, cache_limit_applies);
+	tcase_add_test(tc, large_mapping_slack_serves_regrowth);
 	tcase_add_test(tc, bad_options_are_reported);
 	tcase_add_test(tc, large_blocks_leave_glibc_alone);
 	tcase_add_test(tc, usable_size_at_least_requested);
