@@ -5,12 +5,14 @@
  *
  * Two of jemalloc's entry points serve a block.  Where no flag is needed
  * (the alignment is the size class's own, jemalloc's shared arena) it is
- * jemalloc's own malloc, calloc and free, looked up in jemalloc's object
- * itself, so that neither glibc's malloc nor an LD_PRELOAD front that
- * defines malloc for the process is reached: in Debian's jemalloc 5.3
- * only malloc and free have the fast path, and a pair costs 79
- * instructions at 64 B against 206 for mallocx + sdallocx with flags 0
- * (docs/BENCHMARKS.md).  Everywhere else it is the
+ * jemalloc's own malloc, calloc, realloc and free, looked up in
+ * jemalloc's object itself, so that neither glibc's malloc nor an
+ * LD_PRELOAD front that defines malloc for the process is reached: in
+ * Debian's jemalloc 5.3 only malloc and free have the fast path, and a
+ * pair costs 79 instructions at 64 B against 206 for mallocx + sdallocx
+ * with flags 0 (docs/BENCHMARKS.md).  The plain-pointer API's blocks
+ * (16-aligned, never under 17 bytes) are known flag-free by one test,
+ * without the table below.  Everywhere else it is the
  * non-standard API, mallocx / sdallocx / rallocx with the flags; sized
  * free spares the size lookup there.  jemalloc frees any of its blocks
  * through either, so the two may meet (a block made with flags and the
@@ -63,6 +65,12 @@ struct je_state {
 	bool have_arena;
 	/* Alignment of a flags-0 object of size 8i - 7 .. 8i; 0: unknown. */
 	uint16_t natural[TABLE_MAX / 8 + 1];
+	/*
+	 * The least of them over every size above 8 (0 without jemalloc's
+	 * own malloc): a block of such a size at this alignment or less
+	 * needs no flag, the one test of the fast path.
+	 */
+	size_t plain_align;
 };
 
 static struct je_state je;
@@ -71,6 +79,7 @@ static struct je_state je;
 static struct {
 	void *(*malloc)(size_t size);
 	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *ptr, size_t size);
 	void (*free)(void *ptr);
 } own;
 
@@ -83,7 +92,7 @@ static bool defined_in(void *p, const void *base)
 }
 
 /*
- * Find malloc, calloc and free in jemalloc's object.  dlsym on its handle
+ * Find malloc, calloc, realloc and free in jemalloc's object.  dlsym on its handle
  * searches the object before its dependencies, and the check that each
  * lies in it refuses a jemalloc built with a prefix (whose plain names
  * would be libc's): then everything goes through mallocx.
@@ -91,7 +100,7 @@ static bool defined_in(void *p, const void *base)
 static void find_own_malloc(void)
 {
 	Dl_info info;
-	void *h, *m, *c, *f;
+	void *h, *m, *c, *r, *f;
 
 	if (!dladdr((void *)mallocx, &info) || !info.dli_fname)
 		return;
@@ -100,13 +109,15 @@ static void find_own_malloc(void)
 		return;
 	m = dlsym(h, "malloc");
 	c = dlsym(h, "calloc");
+	r = dlsym(h, "realloc");
 	f = dlsym(h, "free");
 	dlclose(h);
 	if (!defined_in(m, info.dli_fbase) || !defined_in(c, info.dli_fbase) ||
-	    !defined_in(f, info.dli_fbase))
+	    !defined_in(r, info.dli_fbase) || !defined_in(f, info.dli_fbase))
 		return;
 	*(void **)&own.malloc = m;
 	*(void **)&own.calloc = c;
+	*(void **)&own.realloc = r;
 	*(void **)&own.free = f;
 }
 
@@ -138,7 +149,25 @@ static int je_init(void *ctx)
 	}
 	s->natural[0] = s->natural[1];
 	find_own_malloc();
+	s->plain_align = own.malloc ? ABOVE_TABLE_NATURAL : 0;
+	for (size_t i = 2; i <= TABLE_MAX / 8; i++)
+		if (s->natural[i] < s->plain_align)
+			s->plain_align = s->natural[i];
 	return 0;
+}
+
+/*
+ * Whether a block of size at align goes through jemalloc's own malloc
+ * family without a look at the table: the plain-pointer API's blocks
+ * (16-aligned, over 16 bytes) on the shared arena.
+ */
+static inline bool plain_block(const struct je_state *s, size_t size,
+			       size_t align)
+{
+	/* The alignment first: a DataPtr's 64 fails at the first test. */
+	return __builtin_expect(align <= s->plain_align && size > 8 &&
+					!s->flags,
+				1);
 }
 
 static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
@@ -146,6 +175,9 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	struct je_state *s = ctx;
 	int f;
 
+	if (plain_block(s, size, align))
+		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
+						: own.malloc(size);
 	/* mallocx(0) is undefined; alloy never asks, but be safe. */
 	size = size ? size : 1;
 	f = align_flags(s, size, align) | s->flags;
@@ -162,6 +194,10 @@ static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 	struct je_state *s = ctx;
 	int f;
 
+	if (plain_block(s, size, align)) {
+		own.free(ptr);
+		return;
+	}
 	size = size ? size : 1;
 	f = align_flags(s, size, align) | s->flags;
 	if (!f && own.free)
@@ -177,6 +213,9 @@ static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 	struct je_state *s = ctx;
 
 	(void)old_size;
+	/* realloc frees only for size 0, which plain_block refuses. */
+	if (plain_block(s, new_size, align))
+		return own.realloc(ptr, new_size);
 	new_size = new_size ? new_size : 1;
 	return rallocx(ptr, new_size,
 		       align_flags(s, new_size, align) | s->flags);

@@ -228,6 +228,51 @@ START_TEST(arena_switch_with_live_blocks)
 }
 END_TEST
 
+/*
+ * The plain-pointer API's blocks (16-aligned) take jemalloc's own malloc,
+ * calloc, realloc and free: jemalloc counts every byte, growing and
+ * shrinking keep the contents, calloc zeroes, and the count returns to
+ * where it was, also for blocks that outlive a switch of arena.
+ */
+START_TEST(plain_blocks_through_jemallocs_own)
+{
+	static const size_t sizes[] = { 1, 24, 100, 1024, 5000, 70000,
+					3 << 20, 300, 17 };
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	long long held = jemalloc_held();
+	uint64_t before = thread_allocated();
+	unsigned char *p = NULL, *z, *kept;
+	size_t old = 0;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i], keep = old < n ? old : n;
+
+		p = alloy_realloc(p, n);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq((uintptr_t)p % ALLOY_PLAIN_ALIGN, 0);
+		for (size_t j = 0; j < keep; j++)
+			ck_assert_uint_eq(p[j], (unsigned char)(j * 13 + old));
+		for (size_t j = 0; j < n; j++)
+			p[j] = (unsigned char)(j * 13 + n);
+		old = n;
+	}
+	ck_assert_uint_ge(thread_allocated() - before, 3 << 20);
+	z = alloy_calloc(1000, 3);
+	ck_assert_ptr_nonnull(z);
+	for (size_t j = 0; j < 3000; j++)
+		ck_assert_uint_eq(z[j], 0);
+	kept = alloy_malloc(4000);
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena",
+				     "dedicated"));
+	alloy_free(kept);
+	alloy_free(z);
+	alloy_free(p);
+	ck_assert_int_eq(jemalloc_held(), held);
+}
+END_TEST
+
 START_TEST(bad_option_is_reported)
 {
 	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
@@ -253,6 +298,7 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, stats_are_jemallocs);
 	tcase_add_test(tc, dedicated_arena);
 	tcase_add_test(tc, arena_switch_with_live_blocks);
+	tcase_add_test(tc, plain_blocks_through_jemallocs_own);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
 	return s;
