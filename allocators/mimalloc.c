@@ -32,10 +32,15 @@
 #include <string.h>
 #include <mimalloc.h>
 
+#include <alloy/conf.h>
 #include <alloy/plugin.h>
+
+#include "allocators/mimalloc_cache.h"
 
 /* Above this, mimalloc's size classes are multiples of 256. */
 #define SMALL_MAX 1024
+/* What every mi_malloc block is aligned to (MI_MAX_ALIGN_SIZE). */
+#define MI_NATURAL_ALIGN 16
 /* Alignments mi_malloc is tried for above SMALL_MAX. */
 #define TRY_ALIGN_MAX 4096
 
@@ -79,6 +84,30 @@ static __attribute__((noinline, cold)) void *realign(void *p, size_t align)
 	return alloc_aligned(size, align, true);
 }
 
+/* Whether a block of size at align is one the thread cache keeps. */
+static inline bool cached_kind(size_t size, size_t align)
+{
+	return align <= MI_NATURAL_ALIGN && mcache_covers(size);
+}
+
+/*
+ * A block of the cache's sizes: a kept one, else a new one at its bin's
+ * full size (allocators/mimalloc_cache.h).  Out of line, as the default
+ * allocator's: the other sizes keep a frame-free path.
+ */
+static __attribute__((noinline)) void *cached_alloc(size_t size, bool zero)
+{
+	size_t b = mcache_bin(size);
+	void *p = mcache_take(b);
+
+	if (!p)
+		return zero ? mi_zalloc(mcache_bin_bytes(b))
+			    : mi_malloc(mcache_bin_bytes(b));
+	if (zero)
+		memset(p, 0, size);
+	return p;
+}
+
 static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 			    unsigned flags)
 {
@@ -86,8 +115,14 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 	void *p;
 
 	(void)ctx;
-	if (size > SMALL_MAX ? align > TRY_ALIGN_MAX : (size & (align - 1)))
+	if (size > SMALL_MAX) {
+		if (align > TRY_ALIGN_MAX)
+			return alloc_aligned(size, align, zero);
+		if (cached_kind(size, align))
+			return cached_alloc(size, zero);
+	} else if (size & (align - 1)) {
 		return alloc_aligned(size, align, zero);
+	}
 	p = zero ? mi_zalloc(size) : mi_malloc(size);
 	/* NULL is aligned too: out of memory is reported as such. */
 	if (__builtin_expect(misaligned(p, align), 0))
@@ -95,27 +130,40 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 	return p;
 }
 
+/* The cache's side of a free, out of line for the same reason. */
+static __attribute__((noinline)) void cached_free(void *ptr, size_t size)
+{
+	if (!mcache_put(ptr, mcache_bin(size)))
+		mi_free(ptr);
+}
+
 static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
-	(void)size;
-	(void)align;
-	mi_free(ptr);
+	if (cached_kind(size, align))
+		cached_free(ptr, size);
+	else
+		mi_free(ptr);
 }
 
 /*
  * In place while the block is no more than twice what is needed (as
  * mi_realloc does), otherwise a new block through mi_alloy_alloc: not
  * mi_realloc_aligned, whose result could be misaligned (see above) after
- * it has already let the old block go.
+ * it has already let the old block go.  A block that stays at one of the
+ * cache's sizes must hold its bin's full size, as every block the cache
+ * keeps does.
  */
 static void *mi_alloy_realloc(void *ctx, void *ptr, size_t old_size,
 			      size_t new_size, size_t align)
 {
 	size_t usable = mi_usable_size(ptr);
+	size_t need = cached_kind(new_size, align) ?
+			      mcache_bin_bytes(mcache_bin(new_size)) :
+			      new_size;
 	void *p;
 
-	if (new_size <= usable && new_size >= usable / 2)
+	if (need <= usable && new_size >= usable / 2)
 		return ptr;
 	p = mi_alloy_alloc(ctx, new_size, align, 0);
 	if (!p)
@@ -152,11 +200,51 @@ static long long mi_alloy_trim(void *ctx)
 	struct alloy_allocator_stats before = { 0 }, after = { 0 };
 
 	mi_alloy_stats(ctx, &before);
+	mcache_flush_self();
 	mi_collect(true);
 	mi_alloy_stats(ctx, &after);
 	return before.reserved > after.reserved
 		       ? (long long)(before.reserved - after.reserved)
 		       : 0;
+}
+
+static int mi_alloy_init(void *ctx)
+{
+	int rc = mcache_init();
+
+	(void)ctx;
+	if (rc)
+		return alloy_plugin_error(rc,
+					  "mimalloc: no thread-exit key for "
+					  "the per-thread cache; it is off");
+	return 0;
+}
+
+static void mi_alloy_fini(void *ctx)
+{
+	(void)ctx;
+	mcache_fini();
+}
+
+/* "thread_cache": blocks kept per size in each thread's cache. */
+static int mi_alloy_set_option(void *ctx, const char *key, const char *value)
+{
+	uint64_t n;
+
+	(void)ctx;
+	if (strcmp(key, "thread_cache") != 0)
+		return alloy_plugin_error(
+			-EINVAL,
+			"mimalloc: unknown option \"%s\" (known: thread_cache)",
+			key);
+	if (alloy_parse_size(value, &n) || n > MCACHE_DEPTH_MAX)
+		return alloy_plugin_error(
+			-ERANGE,
+			"mimalloc: thread_cache \"%s\" must be a count of "
+			"blocks per size, 0 to %d (0: no cache)",
+			value, MCACHE_DEPTH_MAX);
+	mcache_set_depth((unsigned)n);
+	return 0;
 }
 
 static const struct alloy_allocator_ops mi_ops = {
@@ -171,6 +259,9 @@ static const struct alloy_allocator_ops mi_ops = {
 	.usable_size = mi_alloy_usable_size,
 	.trim = mi_alloy_trim,
 	.stats = mi_alloy_stats,
+	.init = mi_alloy_init,
+	.fini = mi_alloy_fini,
+	.set_option = mi_alloy_set_option,
 };
 
 static const struct alloy_plugin_allocator mi_allocators[] = {

@@ -12,16 +12,20 @@
 
 #ifdef ALLOY_HAVE_MIMALLOC
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <mimalloc.h>
+
+#include "allocators/mimalloc_cache.h"
 
 #define MODULE ALLOY_BUILD_DIR "/.libs/alloy_mimalloc.so"
 
-static struct alloy_allocator *mimalloc_default(void)
+static struct alloy_allocator *mimalloc_default_conf(const char *conf)
 {
 	struct alloy_allocator *a;
 	char want[4096], got[4096];
 
-	test_set_conf("cpu:mimalloc");
+	test_set_conf(conf);
 	ck_assert_int_eq(alloy_init(), 0);
 	a = alloy_get_default(ALLOY_DEVICE_CPU);
 	ck_assert_str_eq(alloy_allocator_name(a), "mimalloc");
@@ -29,6 +33,20 @@ static struct alloy_allocator *mimalloc_default(void)
 	ck_assert_ptr_nonnull(realpath(alloy_allocator_origin(a), got));
 	ck_assert_str_eq(got, want);
 	return a;
+}
+
+static struct alloy_allocator *mimalloc_default(void)
+{
+	return mimalloc_default_conf("cpu:mimalloc");
+}
+
+/*
+ * Without the thread cache, for the probe below: every free reaches
+ * mimalloc at once (the cache has tests of its own).
+ */
+static struct alloy_allocator *mimalloc_uncached(void)
+{
+	return mimalloc_default_conf("cpu:mimalloc,mimalloc.thread_cache:0");
 }
 
 /* Made in this thread's mimalloc heap. */
@@ -49,8 +67,8 @@ static bool count_block(const mi_heap_t *heap, const mi_heap_area_t *area,
 	return true;
 }
 
-/* Blocks in use in this thread's heap: a missed free leaves one more. */
-static long long mimalloc_held(void)
+/* Blocks in use in this thread's heap, the thread's cache counted. */
+static long long mimalloc_in_use(void)
 {
 	long long n = 0;
 
@@ -59,22 +77,77 @@ static long long mimalloc_held(void)
 	return n;
 }
 
+/*
+ * Blocks in use in this thread's heap once the thread's cache is given
+ * back and mimalloc has taken in the frees other threads deferred to it
+ * (trim does both): a missed free leaves one more.
+ */
+static long long mimalloc_held(void)
+{
+	ck_assert_int_ge(alloy_allocator_trim(alloy_get_default(
+				 ALLOY_DEVICE_CPU)),
+			 0);
+	return mimalloc_in_use();
+}
+
 static const struct backend_probe mimalloc_probe = {
 	.owned = mimalloc_owns,
-	.held = mimalloc_held,
+	.held = mimalloc_in_use,
 };
 
 /* Both paths: mi_malloc where its block is aligned, mi_malloc_aligned. */
 START_TEST(serves_with_alignment)
 {
-	backend_check_blocks(mimalloc_default(), &mimalloc_probe);
+	backend_check_blocks(mimalloc_uncached(), &mimalloc_probe);
 }
 END_TEST
 
 /* Grown and shrunk across both paths, the block keeps its alignment. */
 START_TEST(realloc_between_paths)
 {
-	backend_check_realloc(mimalloc_default(), &mimalloc_probe);
+	backend_check_realloc(mimalloc_uncached(), &mimalloc_probe);
+}
+END_TEST
+
+/*
+ * The cache's sizes at mimalloc's own alignment, with the cache on: a
+ * dirty block freed, then a zeroed one of each size (the dirty one,
+ * reused) is aligned, zero and mimalloc's; a block grown and shrunk
+ * within the range keeps its bytes; trim gives everything back.
+ */
+START_TEST(thread_cache_sizes)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	long long base = mimalloc_held();
+	struct alloy_data_ptr dp;
+
+	for (size_t align = 8; align <= 16; align *= 2) {
+		for (size_t size = 1000; size <= 2100; size++) {
+			ck_assert_ok(alloy_alloc(a, size, align, 0, &dp));
+			memset(dp.ptr, 0xa5, size);
+			alloy_data_ptr_free(&dp);
+			ck_assert_ok(alloy_alloc(a, size, align,
+						 ALLOY_ALLOC_ZERO, &dp));
+			ck_assert_uint_eq((uintptr_t)dp.ptr % align, 0);
+			ck_assert(mi_check_owned(dp.ptr));
+			ck_assert_uint_ge(
+				alloy_allocator_usable_size(a, dp.ptr, size),
+				size);
+			ck_assert(backend_all_zero(dp.ptr, size));
+			alloy_data_ptr_free(&dp);
+		}
+	}
+	ck_assert_ok(alloy_alloc(a, 1030, 16, 0, &dp));
+	memset(dp.ptr, 7, 1030);
+	for (size_t size = 1030; size <= 2048; size += 37) {
+		ck_assert_ok(alloy_data_ptr_realloc(&dp, size));
+		ck_assert_int_eq(((char *)dp.ptr)[1029], 7);
+	}
+	for (size_t size = 2048; size >= 1030; size -= 53)
+		ck_assert_ok(alloy_data_ptr_realloc(&dp, size));
+	ck_assert_int_eq(((char *)dp.ptr)[1029], 7);
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_eq(mimalloc_held(), base);
 }
 END_TEST
 
@@ -115,6 +188,111 @@ START_TEST(stats_and_realloc)
 }
 END_TEST
 
+/*
+ * The per-thread cache (allocators/mimalloc_cache.h): a freed 1040-byte
+ * block (a plain 1 KiB one) serves the next request of its size class,
+ * at most 7 are kept, a reused block is zeroed when asked, and trim
+ * gives them back.
+ */
+START_TEST(thread_cache_reuse_and_depth)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	long long base = mimalloc_held();
+	unsigned char *p[10], *q;
+
+	p[0] = alloy_malloc(1024);
+	ck_assert_ptr_nonnull(p[0]);
+	memset(p[0], 0xee, 1024);
+	alloy_free(p[0]);
+	ck_assert_int_eq(mimalloc_in_use() - base, 1);
+	/* 1100 + 16 bytes is the same class (1280): the same block. */
+	q = alloy_calloc(1, 1100);
+	ck_assert_ptr_eq(q, p[0]);
+	for (size_t i = 0; i < 1100; i++)
+		ck_assert_uint_eq(q[i], 0);
+	alloy_free(q);
+
+	for (int i = 0; i < 10; i++)
+		ck_assert_ptr_nonnull(p[i] = alloy_malloc(1024));
+	for (int i = 0; i < 10; i++)
+		alloy_free(p[i]);
+	ck_assert_int_eq(mimalloc_in_use() - base, MCACHE_DEPTH_DEFAULT);
+	/* Other sizes are not kept. */
+	alloy_free(alloy_malloc(100));
+	alloy_free(alloy_malloc(4000));
+	ck_assert_int_eq(mimalloc_in_use() - base, MCACHE_DEPTH_DEFAULT);
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	ck_assert_int_eq(mimalloc_in_use(), base);
+}
+END_TEST
+
+struct worker_blocks {
+	void *p[3];
+};
+
+static void *free_blocks(void *arg)
+{
+	struct worker_blocks *w = arg;
+
+	for (int i = 0; i < 3; i++)
+		alloy_free(w->p[i]);
+	return NULL;
+}
+
+/*
+ * Blocks freed by a thread stay in its cache until it exits, then go
+ * back to mimalloc: made here, freed there, counted here again.
+ */
+START_TEST(thread_cache_emptied_at_thread_exit)
+{
+	long long base;
+	struct worker_blocks w;
+	pthread_t t;
+
+	mimalloc_default();
+	base = mimalloc_held();
+	for (int i = 0; i < 3; i++)
+		ck_assert_ptr_nonnull(w.p[i] = alloy_malloc(1500));
+	ck_assert_int_eq(mimalloc_in_use() - base, 3);
+	ck_assert_int_eq(pthread_create(&t, NULL, free_blocks, &w), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	/* Through trim's collect: mimalloc defers some frees from others. */
+	ck_assert_int_eq(mimalloc_held(), base);
+}
+END_TEST
+
+/* thread_cache:0 keeps nothing; a bad value is named and refused. */
+START_TEST(thread_cache_option)
+{
+	long long base;
+
+	test_set_conf("cpu:mimalloc,mimalloc.thread_cache:0");
+	ck_assert_int_eq(alloy_init(), 0);
+	base = mimalloc_in_use();
+	alloy_free(alloy_malloc(1024));
+	ck_assert_int_eq(mimalloc_in_use(), base);
+}
+END_TEST
+
+START_TEST(thread_cache_bad_option)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+
+	ck_assert_int_eq(ops->set_option(alloy_allocator_ctx(a),
+					 "thread_cache", "256"),
+			 -ERANGE);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "0 to 255"));
+	ck_assert_int_eq(ops->set_option(alloy_allocator_ctx(a),
+					 "thread_cache", "some"),
+			 -ERANGE);
+	ck_assert_int_eq(ops->set_option(alloy_allocator_ctx(a), "colour",
+					 "red"),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "colour"));
+}
+END_TEST
+
 Suite *suite_mimalloc(void)
 {
 	Suite *s = suite_create("mimalloc");
@@ -124,6 +302,11 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, realloc_between_paths);
 	tcase_add_test(tc, never_the_process_malloc);
 	tcase_add_test(tc, stats_and_realloc);
+	tcase_add_test(tc, thread_cache_sizes);
+	tcase_add_test(tc, thread_cache_reuse_and_depth);
+	tcase_add_test(tc, thread_cache_emptied_at_thread_exit);
+	tcase_add_test(tc, thread_cache_option);
+	tcase_add_test(tc, thread_cache_bad_option);
 	suite_add_tcase(s, tc);
 	return s;
 }
