@@ -54,6 +54,8 @@
 
 #include <alloy/plugin.h>
 
+#include "allocators/modcache.h"
+
 /* Sizes up to this have their natural alignment in the table. */
 #define TABLE_MAX 1024
 /* What every size above TABLE_MAX is aligned to with flags 0. */
@@ -133,6 +135,35 @@ static inline int align_flags(const struct je_state *s, size_t size,
 	return MALLOCX_LG_ALIGN((unsigned)__builtin_ctzl(align));
 }
 
+/* Any block of jemalloc's, whatever flags made it. */
+static void release_block(void *ptr)
+{
+	dallocx(ptr, 0);
+}
+
+static size_t block_bytes(const void *ptr)
+{
+	return sallocx((void *)ptr, 0);
+}
+
+/*
+ * The large cache starts where jemalloc's thread caches end (tcache_max,
+ * 32 KiB unless MALLOC_CONF says), at a power of two.
+ */
+static void init_large_cache(void)
+{
+	static const struct modcache_backend backend = { release_block,
+							 block_bytes };
+	size_t tcache_max = 32 << 10, len = sizeof(tcache_max);
+	unsigned lg = 12;
+
+	if (mallctl("arenas.tcache_max", &tcache_max, &len, NULL, 0))
+		tcache_max = 32 << 10;
+	while (lg < 40 && ((size_t)1 << lg) < tcache_max)
+		lg++;
+	modcache_init(lg, &backend);
+}
+
 static int je_init(void *ctx)
 {
 	struct je_state *s = ctx;
@@ -153,6 +184,7 @@ static int je_init(void *ctx)
 	for (size_t i = 2; i <= TABLE_MAX / 8; i++)
 		if (s->natural[i] < s->plain_align)
 			s->plain_align = s->natural[i];
+	init_large_cache();
 	return 0;
 }
 
@@ -170,9 +202,10 @@ static inline bool plain_block(const struct je_state *s, size_t size,
 				1);
 }
 
-static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+/* A block from jemalloc itself (see the top). */
+static void *alloc_uncached(struct je_state *s, size_t size, size_t align,
+			    unsigned flags)
 {
-	struct je_state *s = ctx;
 	int f;
 
 	if (plain_block(s, size, align))
@@ -189,11 +222,45 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	return mallocx(size, f);
 }
 
+/*
+ * Whether a block of size at align is the large cache's: on the shared
+ * arena only (a dedicated one keeps its own memory, see the top).
+ */
+static inline bool large_kind(const struct je_state *s, size_t size,
+			      size_t align)
+{
+	return __builtin_expect(size > modcache_min, 0) &&
+	       modcache_covers(size, align) && !s->flags;
+}
+
+/* A large block: a kept one, else one of its class's full size. */
+static __attribute__((noinline)) void *
+large_alloc(struct je_state *s, size_t size, size_t align, unsigned flags)
+{
+	void *p = flags & ALLOY_ALLOC_ZERO ? NULL : modcache_take(size);
+
+	return p ? p
+		 : alloc_uncached(s, modcache_block_bytes(size), align, flags);
+}
+
+static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	struct je_state *s = ctx;
+
+	if (large_kind(s, size, align))
+		return large_alloc(s, size, align, flags);
+	return alloc_uncached(s, size, align, flags);
+}
+
 static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct je_state *s = ctx;
 	int f;
 
+	if (large_kind(s, size, align)) {
+		modcache_free(ptr, size);
+		return;
+	}
 	if (plain_block(s, size, align)) {
 		own.free(ptr);
 		return;
@@ -330,6 +397,7 @@ static long long je_trim(void *ctx)
 
 	if (je_stats(s, &before))
 		return -EIO;
+	modcache_flush();
 	snprintf(name, sizeof(name), "arena.%u.purge",
 		 s->flags ? s->arena : (unsigned)MALLCTL_ARENAS_ALL);
 	rc = mallctl(name, NULL, NULL, NULL, 0);
@@ -370,10 +438,13 @@ static int je_set_option(void *ctx, const char *key, const char *value)
 {
 	struct je_state *s = ctx;
 
+	if (strcmp(key, "cache") == 0)
+		return modcache_option("jemalloc", value);
 	if (strcmp(key, "arena") != 0)
 		return alloy_plugin_error(
 			-EINVAL,
-			"jemalloc: unknown option \"%s\" (known: arena)", key);
+			"jemalloc: unknown option \"%s\" (known: arena, cache)",
+			key);
 	if (strcmp(value, "dedicated") == 0)
 		return use_dedicated_arena(s);
 	if (strcmp(value, "shared") == 0) {
@@ -386,6 +457,13 @@ static int je_set_option(void *ctx, const char *key, const char *value)
 		value);
 }
 
+/* Unloaded: the kept blocks go back before the code that keeps them. */
+static void je_fini(void *ctx)
+{
+	(void)ctx;
+	modcache_flush();
+}
+
 static const struct alloy_allocator_ops je_ops = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -395,6 +473,7 @@ static const struct alloy_allocator_ops je_ops = {
 	.alloc = je_alloc,
 	.free = je_free,
 	.init = je_init,
+	.fini = je_fini,
 	.realloc = je_realloc,
 	.usable_size = je_usable_size,
 	.trim = je_trim,

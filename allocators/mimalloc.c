@@ -36,7 +36,10 @@
 #include <alloy/plugin.h>
 
 #include "allocators/mimalloc_cache.h"
+#include "allocators/modcache.h"
 
+/* Blocks above 2^17 bytes have spans of their own: the large cache's. */
+#define LARGE_LG_MIN 17
 /* Above this, mimalloc's size classes are multiples of 256. */
 #define SMALL_MAX 1024
 /* What every mi_malloc block is aligned to (MI_MAX_ALIGN_SIZE). */
@@ -108,26 +111,42 @@ static __attribute__((noinline)) void *cached_alloc(size_t size, bool zero)
 	return p;
 }
 
-static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
-			    unsigned flags)
+/* A block from mimalloc itself, by the rules at the top. */
+static inline void *alloc_uncached(size_t size, size_t align, bool zero)
 {
-	bool zero = flags & ALLOY_ALLOC_ZERO;
 	void *p;
 
-	(void)ctx;
-	if (size > SMALL_MAX) {
-		if (align > TRY_ALIGN_MAX)
-			return alloc_aligned(size, align, zero);
-		if (cached_kind(size, align))
-			return cached_alloc(size, zero);
-	} else if (size & (align - 1)) {
+	if (size > SMALL_MAX ? align > TRY_ALIGN_MAX : (size & (align - 1)))
 		return alloc_aligned(size, align, zero);
-	}
 	p = zero ? mi_zalloc(size) : mi_malloc(size);
 	/* NULL is aligned too: out of memory is reported as such. */
 	if (__builtin_expect(misaligned(p, align), 0))
 		return realign(p, align);
 	return p;
+}
+
+/* A large block: a kept one, else one of its class's full size. */
+static __attribute__((noinline)) void *large_alloc(size_t size, size_t align,
+						   bool zero)
+{
+	void *p = zero ? NULL : modcache_take(size);
+
+	return p ? p : alloc_uncached(modcache_block_bytes(size), align, zero);
+}
+
+static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
+			    unsigned flags)
+{
+	bool zero = flags & ALLOY_ALLOC_ZERO;
+
+	(void)ctx;
+	if (size > SMALL_MAX) {
+		if (cached_kind(size, align))
+			return cached_alloc(size, zero);
+		if (size > modcache_min && modcache_covers(size, align))
+			return large_alloc(size, align, zero);
+	}
+	return alloc_uncached(size, align, zero);
 }
 
 /* The cache's side of a free, out of line for the same reason. */
@@ -142,6 +161,8 @@ static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
 	(void)ctx;
 	if (cached_kind(size, align))
 		cached_free(ptr, size);
+	else if (size > modcache_min && modcache_covers(size, align))
+		modcache_free(ptr, size);
 	else
 		mi_free(ptr);
 }
@@ -201,6 +222,7 @@ static long long mi_alloy_trim(void *ctx)
 
 	mi_alloy_stats(ctx, &before);
 	mcache_flush_self();
+	modcache_flush();
 	mi_collect(true);
 	mi_alloy_stats(ctx, &after);
 	return before.reserved > after.reserved
@@ -208,11 +230,24 @@ static long long mi_alloy_trim(void *ctx)
 		       : 0;
 }
 
+static void release_block(void *ptr)
+{
+	mi_free(ptr);
+}
+
+static size_t block_bytes(const void *ptr)
+{
+	return mi_usable_size(ptr);
+}
+
 static int mi_alloy_init(void *ctx)
 {
+	static const struct modcache_backend backend = { release_block,
+							 block_bytes };
 	int rc = mcache_init();
 
 	(void)ctx;
+	modcache_init(LARGE_LG_MIN, &backend);
 	if (rc)
 		return alloy_plugin_error(rc,
 					  "mimalloc: no thread-exit key for "
@@ -224,18 +259,25 @@ static void mi_alloy_fini(void *ctx)
 {
 	(void)ctx;
 	mcache_fini();
+	modcache_flush();
 }
 
-/* "thread_cache": blocks kept per size in each thread's cache. */
+/*
+ * "thread_cache": blocks kept per size in each thread's cache; "cache":
+ * bytes of large blocks kept for the process.
+ */
 static int mi_alloy_set_option(void *ctx, const char *key, const char *value)
 {
 	uint64_t n;
 
 	(void)ctx;
+	if (strcmp(key, "cache") == 0)
+		return modcache_option("mimalloc", value);
 	if (strcmp(key, "thread_cache") != 0)
 		return alloy_plugin_error(
 			-EINVAL,
-			"mimalloc: unknown option \"%s\" (known: thread_cache)",
+			"mimalloc: unknown option \"%s\" (known: cache, "
+			"thread_cache)",
 			key);
 	if (alloy_parse_size(value, &n) || n > MCACHE_DEPTH_MAX)
 		return alloy_plugin_error(

@@ -31,10 +31,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The first size past mimalloc's small fast path (MI_SMALL_SIZE_MAX). */
-#define MCACHE_MIN	   1025
-/* Its size classes from 1 KiB to 2 KiB are 256 bytes apart. */
-#define MCACHE_STEP_SHIFT  8
+#include "allocators/quarterclass.h"
+
+/* mimalloc's small fast path ends at 2^10 bytes (MI_SMALL_SIZE_MAX). */
+#define MCACHE_LG_MIN	   10
+#define MCACHE_MIN	   (((size_t)1 << MCACHE_LG_MIN) + 1)
+/* One doubling: its four classes, 256 bytes apart. */
 #define MCACHE_BINS	   4
 #define MCACHE_DEPTH_DEFAULT 7
 #define MCACHE_DEPTH_MAX     255
@@ -45,19 +47,19 @@
  */
 static inline bool mcache_covers(size_t size)
 {
-	return size - MCACHE_MIN < (size_t)MCACHE_BINS << MCACHE_STEP_SHIFT;
+	return size - MCACHE_MIN < (size_t)1 << MCACHE_LG_MIN;
 }
 
 /* The bin of a request that mcache_covers. */
 static inline size_t mcache_bin(size_t size)
 {
-	return (size - MCACHE_MIN) >> MCACHE_STEP_SHIFT;
+	return qclass_of(size, MCACHE_LG_MIN);
 }
 
 /* The bytes every block of bin b holds: its size class. */
 static inline size_t mcache_bin_bytes(size_t b)
 {
-	return MCACHE_MIN - 1 + ((b + 1) << MCACHE_STEP_SHIFT);
+	return qclass_bytes(b, MCACHE_LG_MIN);
 }
 
 /* Create the thread-exit key; 0 or a negative errno (cache off then). */

@@ -16,6 +16,7 @@
 
 #ifdef ALLOY_HAVE_JEMALLOC
 #include <dlfcn.h>
+#include <errno.h>
 #include <jemalloc/jemalloc.h>
 
 #define MODULE ALLOY_BUILD_DIR "/.libs/alloy_jemalloc.so"
@@ -37,6 +38,12 @@ static const char *malloc_provider(void)
 	ck_assert(dladdr((void *)malloc, &info));
 	return info.dli_fname;
 }
+
+/*
+ * Without the large cache, for the tests that count jemalloc's bytes at
+ * each free (the cache has tests of its own).
+ */
+#define UNCACHED "cpu:jemalloc,jemalloc.cache:0"
 
 static struct alloy_allocator *jemalloc_default(const char *conf)
 {
@@ -114,7 +121,7 @@ static const struct backend_probe jemalloc_probe = {
 /* Both paths: flags 0 where the class is aligned enough, MALLOCX_ALIGN. */
 START_TEST(alignment_zero_and_sizes)
 {
-	backend_check_blocks(jemalloc_default("cpu:jemalloc"), &jemalloc_probe);
+	backend_check_blocks(jemalloc_default(UNCACHED), &jemalloc_probe);
 }
 END_TEST
 
@@ -134,7 +141,7 @@ END_TEST
 /* A block grown across classes is freed with its new class's flags. */
 START_TEST(realloc_between_paths)
 {
-	backend_check_realloc(jemalloc_default("cpu:jemalloc"),
+	backend_check_realloc(jemalloc_default(UNCACHED),
 			      &jemalloc_probe);
 }
 END_TEST
@@ -208,7 +215,7 @@ END_TEST
 START_TEST(arena_switch_with_live_blocks)
 {
 	struct alloy_allocator *a =
-		jemalloc_default("cpu:jemalloc,jemalloc.arena:dedicated");
+		jemalloc_default(UNCACHED ",jemalloc.arena:dedicated");
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 	struct alloy_data_ptr dp[4];
 	long long held = jemalloc_held();
@@ -238,7 +245,7 @@ START_TEST(plain_blocks_through_jemallocs_own)
 {
 	static const size_t sizes[] = { 1, 24, 100, 1024, 5000, 70000,
 					3 << 20, 300, 17 };
-	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	struct alloy_allocator *a = jemalloc_default(UNCACHED);
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 	long long held = jemalloc_held();
 	uint64_t before = thread_allocated();
@@ -273,6 +280,50 @@ START_TEST(plain_blocks_through_jemallocs_own)
 }
 END_TEST
 
+/*
+ * The large cache (allocators/modcache.h): a freed 100,000-byte block
+ * serves the next request of its class (98,305-114,688 bytes), at most 2
+ * are kept per class, a zeroed request goes to jemalloc and is zero,
+ * trim gives the kept ones back, cache:0 keeps nothing, a bad size is
+ * named and refused.
+ */
+START_TEST(large_cache_reuse_depth_and_trim)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	const long long class_bytes = 114688;
+	long long held = jemalloc_held();
+	struct alloy_data_ptr dp[3];
+	void *first;
+
+	ck_assert_ok(alloy_alloc(a, 100000, 64, 0, &dp[0]));
+	first = dp[0].ptr;
+	memset(first, 0x77, 100000);
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(jemalloc_held() - held, class_bytes);
+	ck_assert_ok(alloy_alloc(a, 110000, 16, 0, &dp[0]));
+	ck_assert_ptr_eq(dp[0].ptr, first);
+	ck_assert_ok(alloy_alloc(a, 100000, 64, ALLOY_ALLOC_ZERO, &dp[1]));
+	ck_assert_ptr_ne(dp[1].ptr, first);
+	for (size_t i = 0; i < 100000; i++)
+		ck_assert_uint_eq(((unsigned char *)dp[1].ptr)[i], 0);
+	ck_assert_ok(alloy_alloc(a, 100000, 64, 0, &dp[2]));
+	for (int i = 0; i < 3; i++)
+		alloy_data_ptr_free(&dp[i]);
+	ck_assert_int_eq(jemalloc_held() - held, 2 * class_bytes);
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	ck_assert_int_eq(jemalloc_held(), held);
+
+	ck_assert_ok(ops->set_option(ctx, "cache", "0"));
+	ck_assert_ok(alloy_alloc(a, 100000, 64, 0, &dp[0]));
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(jemalloc_held(), held);
+	ck_assert_int_eq(ops->set_option(ctx, "cache", "lots"), -ERANGE);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "cache \"lots\""));
+}
+END_TEST
+
 START_TEST(bad_option_is_reported)
 {
 	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
@@ -299,6 +350,7 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, dedicated_arena);
 	tcase_add_test(tc, arena_switch_with_live_blocks);
 	tcase_add_test(tc, plain_blocks_through_jemallocs_own);
+	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
 	return s;

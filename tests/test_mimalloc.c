@@ -46,7 +46,8 @@ static struct alloy_allocator *mimalloc_default(void)
  */
 static struct alloy_allocator *mimalloc_uncached(void)
 {
-	return mimalloc_default_conf("cpu:mimalloc,mimalloc.thread_cache:0");
+	return mimalloc_default_conf(
+		"cpu:mimalloc,mimalloc.thread_cache:0,mimalloc.cache:0");
 }
 
 /* Made in this thread's mimalloc heap. */
@@ -226,6 +227,46 @@ START_TEST(thread_cache_reuse_and_depth)
 }
 END_TEST
 
+/*
+ * The large cache (allocators/modcache.h): a freed 300,000-byte block
+ * serves the next request of its class (262,145-327,680 bytes), at most
+ * 2 are kept per class, a zeroed request goes to mimalloc, trim gives
+ * the kept ones back, cache:0 keeps nothing, a bad size is refused.
+ */
+START_TEST(large_cache_reuse_depth_and_trim)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	long long base = mimalloc_held();
+	struct alloy_data_ptr dp[3];
+	void *first;
+
+	ck_assert_ok(alloy_alloc(a, 300000, 64, 0, &dp[0]));
+	first = dp[0].ptr;
+	memset(first, 0x77, 300000);
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(mimalloc_in_use() - base, 1);
+	ck_assert_ok(alloy_alloc(a, 320000, 16, 0, &dp[0]));
+	ck_assert_ptr_eq(dp[0].ptr, first);
+	ck_assert_ok(alloy_alloc(a, 300000, 64, ALLOY_ALLOC_ZERO, &dp[1]));
+	ck_assert_ptr_ne(dp[1].ptr, first);
+	ck_assert(backend_all_zero(dp[1].ptr, 300000));
+	ck_assert_ok(alloy_alloc(a, 300000, 64, 0, &dp[2]));
+	for (int i = 0; i < 3; i++)
+		alloy_data_ptr_free(&dp[i]);
+	ck_assert_int_eq(mimalloc_in_use() - base, 2);
+	ck_assert_int_eq(mimalloc_held(), base);
+
+	ck_assert_ok(ops->set_option(ctx, "cache", "0"));
+	ck_assert_ok(alloy_alloc(a, 300000, 64, 0, &dp[0]));
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(mimalloc_in_use(), base);
+	ck_assert_int_eq(ops->set_option(ctx, "cache", "lots"), -ERANGE);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "cache \"lots\""));
+}
+END_TEST
+
 struct worker_blocks {
 	void *p[3];
 };
@@ -304,6 +345,7 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, stats_and_realloc);
 	tcase_add_test(tc, thread_cache_sizes);
 	tcase_add_test(tc, thread_cache_reuse_and_depth);
+	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_emptied_at_thread_exit);
 	tcase_add_test(tc, thread_cache_option);
 	tcase_add_test(tc, thread_cache_bad_option);
