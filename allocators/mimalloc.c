@@ -38,8 +38,12 @@
 #include "allocators/mimalloc_cache.h"
 #include "allocators/modcache.h"
 
-/* Blocks above 2^17 bytes have spans of their own: the large cache's. */
-#define LARGE_LG_MIN 17
+/*
+ * The large cache from 32 KiB: above that mimalloc's blocks take its
+ * generic path (262 instructions a pair at 40 KiB and 64 KiB), above
+ * 128 KiB a span of their own (2,136 at 128 KiB).
+ */
+#define LARGE_LG_MIN 15
 /* Above this, mimalloc's size classes are multiples of 256. */
 #define SMALL_MAX 1024
 /* What every mi_malloc block is aligned to (MI_MAX_ALIGN_SIZE). */
