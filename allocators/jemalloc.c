@@ -11,7 +11,7 @@
  * Debian's jemalloc 5.3 only malloc and free have the fast path, and a
  * pair costs 79 instructions at 64 B against 206 for mallocx + sdallocx
  * with flags 0 (docs/BENCHMARKS.md).  The plain-pointer API's blocks
- * (16-aligned, never under 17 bytes) are known flag-free by one test,
+ * (16-aligned, never under 17 bytes) are known flag-free by two tests,
  * without the table below.  Everywhere else it is the
  * non-standard API, mallocx / sdallocx / rallocx with the flags; sized
  * free spares the size lookup there.  jemalloc frees any of its blocks
@@ -70,9 +70,15 @@ struct je_state {
 	/*
 	 * The least of them over every size above 8 (0 without jemalloc's
 	 * own malloc): a block of such a size at this alignment or less
-	 * needs no flag, the one test of the fast path.
+	 * needs no flag, the first test of the fast path.
 	 */
 	size_t plain_align;
+	/*
+	 * The second: sizes 9 .. 8 + plain_span, up to where the large cache
+	 * starts; 0 (no fast path) on a dedicated arena or without jemalloc's
+	 * own malloc.  Set with flags, by set_flags().
+	 */
+	size_t plain_span;
 };
 
 static struct je_state je;
@@ -164,6 +170,13 @@ static void init_large_cache(void)
 	modcache_init(lg, &backend);
 }
 
+/* The arena's flags, and the fast path's size span that goes with them. */
+static void set_flags(struct je_state *s, int flags)
+{
+	s->flags = flags;
+	s->plain_span = flags || !own.malloc ? 0 : modcache_min - 8;
+}
+
 static int je_init(void *ctx)
 {
 	struct je_state *s = ctx;
@@ -185,32 +198,31 @@ static int je_init(void *ctx)
 		if (s->natural[i] < s->plain_align)
 			s->plain_align = s->natural[i];
 	init_large_cache();
+	set_flags(s, 0);
 	return 0;
 }
 
 /*
  * Whether a block of size at align goes through jemalloc's own malloc
- * family without a look at the table: the plain-pointer API's blocks
- * (16-aligned, over 16 bytes) on the shared arena.
+ * family without a look at the table or the large cache: the
+ * plain-pointer API's blocks (16-aligned, over 8 bytes) below the large
+ * sizes, on the shared arena.
  */
 static inline bool plain_block(const struct je_state *s, size_t size,
 			       size_t align)
 {
 	/* The alignment first: a DataPtr's 64 fails at the first test. */
-	return __builtin_expect(align <= s->plain_align && size > 8 &&
-					!s->flags,
+	return __builtin_expect(align <= s->plain_align &&
+					size - 9 < s->plain_span,
 				1);
 }
 
-/* A block from jemalloc itself (see the top). */
-static void *alloc_uncached(struct je_state *s, size_t size, size_t align,
-			    unsigned flags)
+/* A block through the table's flags (see the top). */
+static void *alloc_flags(struct je_state *s, size_t size, size_t align,
+			 unsigned flags)
 {
 	int f;
 
-	if (plain_block(s, size, align))
-		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
-						: own.malloc(size);
 	/* mallocx(0) is undefined; alloy never asks, but be safe. */
 	size = size ? size : 1;
 	f = align_flags(s, size, align) | s->flags;
@@ -240,16 +252,19 @@ large_alloc(struct je_state *s, size_t size, size_t align, unsigned flags)
 	void *p = flags & ALLOY_ALLOC_ZERO ? NULL : modcache_take(size);
 
 	return p ? p
-		 : alloc_uncached(s, modcache_block_bytes(size), align, flags);
+		 : alloc_flags(s, modcache_block_bytes(size), align, flags);
 }
 
 static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	struct je_state *s = ctx;
 
+	if (plain_block(s, size, align))
+		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
+						: own.malloc(size);
 	if (large_kind(s, size, align))
 		return large_alloc(s, size, align, flags);
-	return alloc_uncached(s, size, align, flags);
+	return alloc_flags(s, size, align, flags);
 }
 
 static void je_free(void *ctx, void *ptr, size_t size, size_t align)
@@ -257,12 +272,12 @@ static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 	struct je_state *s = ctx;
 	int f;
 
-	if (large_kind(s, size, align)) {
-		modcache_free(ptr, size);
-		return;
-	}
 	if (plain_block(s, size, align)) {
 		own.free(ptr);
+		return;
+	}
+	if (large_kind(s, size, align)) {
+		modcache_free(ptr, size);
 		return;
 	}
 	size = size ? size : 1;
@@ -278,14 +293,15 @@ static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 			size_t align)
 {
 	struct je_state *s = ctx;
+	int f;
 
 	(void)old_size;
-	/* realloc frees only for size 0, which plain_block refuses. */
-	if (plain_block(s, new_size, align))
-		return own.realloc(ptr, new_size);
 	new_size = new_size ? new_size : 1;
-	return rallocx(ptr, new_size,
-		       align_flags(s, new_size, align) | s->flags);
+	f = align_flags(s, new_size, align) | s->flags;
+	/* realloc frees only for size 0, which is never asked here. */
+	if (!f && own.realloc)
+		return own.realloc(ptr, new_size);
+	return rallocx(ptr, new_size, f);
 }
 
 static size_t je_usable_size(void *ctx, const void *ptr, size_t size)
@@ -426,7 +442,7 @@ static int use_dedicated_arena(struct je_state *s)
 				strerror(rc));
 		s->have_arena = true;
 	}
-	s->flags = MALLOCX_ARENA(s->arena) | MALLOCX_TCACHE_NONE;
+	set_flags(s, MALLOCX_ARENA(s->arena) | MALLOCX_TCACHE_NONE);
 	return 0;
 }
 
@@ -448,7 +464,7 @@ static int je_set_option(void *ctx, const char *key, const char *value)
 	if (strcmp(value, "dedicated") == 0)
 		return use_dedicated_arena(s);
 	if (strcmp(value, "shared") == 0) {
-		s->flags = 0;
+		set_flags(s, 0);
 		return 0;
 	}
 	return alloy_plugin_error(

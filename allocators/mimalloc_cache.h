@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "allocators/modcache.h"
 #include "allocators/quarterclass.h"
 
 /* mimalloc's small fast path ends at 2^10 bytes (MI_SMALL_SIZE_MAX). */
@@ -63,16 +64,16 @@ static inline size_t mcache_bin_bytes(size_t b)
 }
 
 /* Create the thread-exit key; 0 or a negative errno (cache off then). */
-int mcache_init(void);
+MODCACHE_API int mcache_init(void);
 /* Empty the calling thread's cache and delete the key (module unload). */
-void mcache_fini(void);
+MODCACHE_API void mcache_fini(void);
 /* Blocks kept per bin, 0 to MCACHE_DEPTH_MAX (0: off). */
-void mcache_set_depth(unsigned depth);
+MODCACHE_API void mcache_set_depth(unsigned depth);
 /* A cached block of bin b, or NULL. */
-void *mcache_take(size_t b);
+MODCACHE_API void *mcache_take(size_t b);
 /* Keep p, a free block of bin b; false when the caller must free it. */
-bool mcache_put(void *p, size_t b);
+MODCACHE_API bool mcache_put(void *p, size_t b);
 /* Give the calling thread's cached blocks back to mimalloc. */
-void mcache_flush_self(void);
+MODCACHE_API void mcache_flush_self(void);
 
 #endif /* ALLOY_ALLOCATORS_MIMALLOC_CACHE_H */

@@ -10,7 +10,7 @@
 
 #include "allocators/modcache.h"
 
-size_t modcache_min;
+MODCACHE_API size_t modcache_min;
 
 static unsigned lg_first;
 static struct modcache_backend backend;
@@ -19,8 +19,10 @@ static struct {
 	atomic_flag lock;
 	unsigned char n[MODCACHE_CLASSES];
 	void *block[MODCACHE_CLASSES][MODCACHE_DEPTH];
-	size_t bytes;
 } cache = { .lock = ATOMIC_FLAG_INIT };
+
+/* Bytes kept: written under the lock, read before it (nothing to take). */
+static _Atomic size_t kept;
 
 static _Atomic size_t limit = MODCACHE_LIMIT_DEFAULT;
 
@@ -34,6 +36,14 @@ static bool try_lock(void)
 static void unlock(void)
 {
 	atomic_flag_clear_explicit(&cache.lock, memory_order_release);
+}
+
+/* Under the lock: the only writer, so a load and a store. */
+static void add_kept(size_t delta)
+{
+	atomic_store_explicit(
+		&kept, atomic_load_explicit(&kept, memory_order_relaxed) + delta,
+		memory_order_relaxed);
 }
 
 void modcache_init(unsigned lg_min, const struct modcache_backend *be)
@@ -53,11 +63,11 @@ void *modcache_take(size_t size)
 	size_t c = qclass_of(size, lg_first);
 	void *p = NULL;
 
-	if (!try_lock())
+	if (!atomic_load_explicit(&kept, memory_order_relaxed) || !try_lock())
 		return NULL;
 	if (cache.n[c]) {
 		p = cache.block[c][--cache.n[c]];
-		cache.bytes -= qclass_bytes(c, lg_first);
+		add_kept(-qclass_bytes(c, lg_first));
 	}
 	unlock();
 	return p;
@@ -67,18 +77,19 @@ bool modcache_put(void *ptr, size_t size)
 {
 	size_t c = qclass_of(size, lg_first), bytes = qclass_bytes(c, lg_first);
 	size_t most = atomic_load_explicit(&limit, memory_order_relaxed);
-	bool kept = false;
+	bool done = false;
 
 	if ((uintptr_t)ptr % MODCACHE_ALIGN || bytes > most ||
 	    backend.usable(ptr) < bytes || !try_lock())
 		return false;
-	if (cache.n[c] < MODCACHE_DEPTH && cache.bytes <= most - bytes) {
+	if (cache.n[c] < MODCACHE_DEPTH &&
+	    atomic_load_explicit(&kept, memory_order_relaxed) <= most - bytes) {
 		cache.block[c][cache.n[c]++] = ptr;
-		cache.bytes += bytes;
-		kept = true;
+		add_kept(bytes);
+		done = true;
 	}
 	unlock();
-	return kept;
+	return done;
 }
 
 void modcache_free(void *ptr, size_t size)
@@ -97,10 +108,11 @@ static size_t shrink(size_t keep)
 	for (int tries = 0; !try_lock(); tries++)
 		if (tries > 100000)
 			return 0;
-	for (size_t c = MODCACHE_CLASSES; c-- > 0 && cache.bytes > keep;) {
-		while (cache.n[c] && cache.bytes > keep) {
+	for (size_t c = MODCACHE_CLASSES; c-- > 0;) {
+		while (cache.n[c] &&
+		       atomic_load_explicit(&kept, memory_order_relaxed) > keep) {
 			out[n++] = cache.block[c][--cache.n[c]];
-			cache.bytes -= qclass_bytes(c, lg_first);
+			add_kept(-qclass_bytes(c, lg_first));
 			freed += qclass_bytes(c, lg_first);
 		}
 	}

@@ -41,6 +41,9 @@
 
 #include "allocators/quarterclass.h"
 
+/* Within the module that compiles it in: no lookup through the GOT. */
+#define MODCACHE_API __attribute__((visibility("hidden")))
+
 /* Doublings covered from 2^lg_min, and blocks kept per class. */
 #define MODCACHE_DOUBLINGS 8
 #define MODCACHE_CLASSES   (4 * MODCACHE_DOUBLINGS)
@@ -58,16 +61,16 @@ struct modcache_backend {
  * Blocks above 2^lg_min bytes go to the cache (0: none until
  * modcache_init); read on every allocation and free of the module.
  */
-extern size_t modcache_min;
+extern MODCACHE_API size_t modcache_min;
 
 /* Cover 2^lg_min .. 2^(lg_min + MODCACHE_DOUBLINGS) bytes. */
-void modcache_init(unsigned lg_min, const struct modcache_backend *be);
+MODCACHE_API void modcache_init(unsigned lg_min, const struct modcache_backend *be);
 /* Keep at most limit bytes (0: nothing); gives back the excess. */
-void modcache_set_limit(size_t limit);
+MODCACHE_API void modcache_set_limit(size_t limit);
 /* Give every kept block back to the backend; returns the bytes. */
-size_t modcache_flush(void);
+MODCACHE_API size_t modcache_flush(void);
 /* The module's "cache" option (a size in bytes); module names errors. */
-int modcache_option(const char *module, const char *value);
+MODCACHE_API int modcache_option(const char *module, const char *value);
 
 /* Whether a request of size at align is one the cache serves. */
 static inline bool modcache_covers(size_t size, size_t align)
@@ -78,12 +81,12 @@ static inline bool modcache_covers(size_t size, size_t align)
 }
 
 /* The bytes to make a block of a covered size with. */
-size_t modcache_block_bytes(size_t size);
+MODCACHE_API size_t modcache_block_bytes(size_t size);
 /* A kept block for a covered request of size bytes, or NULL. */
-void *modcache_take(size_t size);
+MODCACHE_API void *modcache_take(size_t size);
 /* Keep ptr, freed at size; false when the caller must free it. */
-bool modcache_put(void *ptr, size_t size);
+MODCACHE_API bool modcache_put(void *ptr, size_t size);
 /* Keep ptr, freed at a covered size, or give it to the backend. */
-void modcache_free(void *ptr, size_t size);
+MODCACHE_API void modcache_free(void *ptr, size_t size);
 
 #endif /* ALLOY_ALLOCATORS_MODCACHE_H */
