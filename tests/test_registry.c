@@ -291,6 +291,43 @@ START_TEST(size_limits)
 }
 END_TEST
 
+/*
+ * alloy_alloc's alignment: 0 is the configured one, under a pointer's
+ * size is rounded up to it, and anything not a power of two or over
+ * ALLOY_ALIGN_MAX is refused by name.
+ */
+START_TEST(alignment_rules)
+{
+	struct alloy_allocator *d = alloy_find_allocator("default");
+	static const size_t kept[] = { 8, 16, 64, 4096, 1 << 16 };
+	struct alloy_data_ptr dp;
+
+	ck_assert_ok(alloy_alloc(d, 100, 0, 0, &dp));
+	ck_assert_uint_eq(dp.align, alloy_conf_align());
+	ck_assert_uint_eq((uintptr_t)dp.ptr % dp.align, 0);
+	alloy_data_ptr_free(&dp);
+	for (size_t a = 1; a < sizeof(void *); a *= 2) {
+		ck_assert_ok(alloy_alloc(d, 100, a, 0, &dp));
+		ck_assert_uint_eq(dp.align, sizeof(void *));
+		alloy_data_ptr_free(&dp);
+	}
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		ck_assert_ok(alloy_alloc(d, 100, kept[i], 0, &dp));
+		ck_assert_uint_eq(dp.align, kept[i]);
+		ck_assert_uint_eq((uintptr_t)dp.ptr % kept[i], 0);
+		ck_assert_ptr_eq(alloy_data_ptr_allocator(&dp), d);
+		alloy_data_ptr_free(&dp);
+	}
+	ck_assert_int_eq(alloy_alloc(d, 100, 48, 0, &dp), -EINVAL);
+	ck_assert(strstr(alloy_last_error(), "alignment 48 is not a power"));
+	ck_assert_ptr_null(dp.ptr);
+	ck_assert_int_eq(alloy_alloc(d, 100, ALLOY_ALIGN_MAX * 2, 0, &dp),
+			 -EINVAL);
+	ck_assert(strstr(alloy_last_error(), "is larger than"));
+	ck_assert_int_eq(alloy_allocator_live_blocks(d), 0);
+}
+END_TEST
+
 START_TEST(stats_fallback_counts)
 {
 	struct test_alloc ta;
@@ -434,10 +471,13 @@ END_TEST
 
 /*
  * An allocator's init and fini may call the registry (they run outside
- * its lock); meanwhile the allocator's name is taken but not findable.
+ * its lock); meanwhile the allocator's name is taken but not findable,
+ * and an allocation through its handle is refused, counting nothing.
  */
-static struct alloy_allocator *seen_in_init, *self_in_init;
-static long long default_live_in_fini = -1;
+static struct alloy_allocator *seen_in_init, *self_in_init, *self_handle;
+static long long default_live_in_fini = -1, self_live_in_fini = -1;
+static int self_alloc_in_fini;
+static char self_error_in_fini[256];
 
 static int calling_init(void *ctx)
 {
@@ -449,9 +489,15 @@ static int calling_init(void *ctx)
 
 static void calling_fini(void *ctx)
 {
+	struct alloy_data_ptr dp;
+
 	(void)ctx;
 	default_live_in_fini =
 		alloy_allocator_live_blocks(alloy_find_allocator("default"));
+	self_alloc_in_fini = alloy_alloc(self_handle, 64, 64, 0, &dp);
+	snprintf(self_error_in_fini, sizeof(self_error_in_fini), "%s",
+		 alloy_last_error());
+	self_live_in_fini = alloy_allocator_live_blocks(self_handle);
 }
 
 START_TEST(init_and_fini_may_call_the_registry)
@@ -465,8 +511,13 @@ START_TEST(init_and_fini_may_call_the_registry)
 	ck_assert_ok(alloy_register_allocator(&ops, &ta, NULL, &a));
 	ck_assert_ptr_eq(seen_in_init, alloy_find_allocator("default"));
 	ck_assert_ptr_null(self_in_init);
+	self_handle = a;
 	ck_assert_ok(alloy_unregister_allocator("t_calls"));
 	ck_assert_int_eq(default_live_in_fini, 0);
+	ck_assert_int_eq(self_alloc_in_fini, -ENODEV);
+	ck_assert_msg(strstr(self_error_in_fini, "is being unregistered"),
+		      "%s", self_error_in_fini);
+	ck_assert_int_eq(self_live_in_fini, 0);
 }
 END_TEST
 
@@ -547,6 +598,7 @@ Suite *suite_registry(void)
 	tcase_add_test(tc, list_in_registration_order);
 	tcase_add_test(tc, slots_are_bounded_and_reused);
 	tcase_add_test(tc, size_limits);
+	tcase_add_test(tc, alignment_rules);
 	tcase_add_test(tc, stats_fallback_counts);
 	tcase_add_test(tc, init_and_fini_may_call_the_registry);
 	suite_add_tcase(s, tc);
