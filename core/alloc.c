@@ -328,48 +328,42 @@ int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
 	return alloy__alloc_default_checked(device_type, size, out, flags);
 }
 
-/*
- * alloy_alloc off its fast path: bad arguments, an alignment that needs
- * defaulting or rounding, a thread without a record (or with the reporter
- * on, or no membarrier), a dying allocator.  Checks everything again.
- */
-static __attribute__((noinline, cold)) int
-alloc_explicit_slow(struct alloy_allocator *a, size_t size, size_t align,
-		    unsigned flags, struct alloy_data_ptr *out)
+int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
+		unsigned flags, struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t;
 	_Atomic int64_t *c;
 	int rc;
 
 	if (unlikely(!out))
-		return alloy__error(-EINVAL, "alloy_alloc", "out is NULL");
+		return alloy__error(-EINVAL, __func__, "out is NULL");
 	if (unlikely(!a)) {
 		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, "alloy_alloc", "allocator is NULL");
+		return alloy__error(-EINVAL, __func__, "allocator is NULL");
 	}
 	alloy__ensure_init();
 	if (align == 0) {
 		align = (size_t)alloy__conf.align;
 	} else if (unlikely(!is_pow2(align))) {
 		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, "alloy_alloc",
+		return alloy__error(-EINVAL, __func__,
 				    "alignment %zu is not a power of two",
 				    align);
 	} else if (unlikely(align > ALLOY_ALIGN_MAX)) {
 		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, "alloy_alloc",
+		return alloy__error(-EINVAL, __func__,
 				    "alignment %zu is larger than %zu", align,
 				    ALLOY_ALIGN_MAX);
 	} else if (align < sizeof(void *)) {
 		align = sizeof(void *);
 	}
 	if (unlikely(size_unusual(size)))
-		return size_refused("alloy_alloc", a->ops.device_type, size, align,
+		return size_refused(__func__, a->ops.device_type, size, align,
 				    out);
 	t = alloy__tls_get();
 	if (unlikely(!t)) {
 		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-ENOMEM, "alloy_alloc",
+		return alloy__error(-ENOMEM, __func__,
 				    "no memory for this thread's accounting");
 	}
 	/*
@@ -386,7 +380,7 @@ alloc_explicit_slow(struct alloy_allocator *a, size_t size, size_t align,
 		     ALLOC_LIVE)) {
 		alloy__uncount_alloc(a, size);
 		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-ENODEV, "alloy_alloc",
+		return alloy__error(-ENODEV, __func__,
 				    "allocator \"%s\" is being unregistered",
 				    a->name);
 	}
@@ -395,52 +389,6 @@ alloc_explicit_slow(struct alloy_allocator *a, size_t size, size_t align,
 	if (!rc && unlikely(alloy__hooks_now()))
 		report_alloc(a, out);
 	return rc;
-}
-
-/*
- * The fast path counted a block on an allocator that is being
- * unregistered: take the count back and let the slow path say so.  Out of
- * line, so that nothing of the fast path's stays live across a call.
- */
-static __attribute__((noinline, cold)) int
-alloc_dying(struct alloy_allocator *a, size_t size, size_t align,
-	    unsigned flags, struct alloy_data_ptr *out)
-{
-	alloy__uncount_alloc(a, size);
-	return alloc_explicit_slow(a, size, align, flags, out);
-}
-
-/*
- * The fast path asks for a thread with a record and nothing slow to do
- * (the reporter off, membarrier there), a known allocator, an alignment
- * that is a power of two from a pointer's size to ALLOY_ALIGN_MAX and a
- * size that is not unusual: then it is the default path's work (count,
- * describe, call) with the allocator's state checked after the count
- * (see alloc_explicit_slow for why that order).  Everything else goes
- * the slow way, which checks it all again.
- */
-int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
-		unsigned flags, struct alloy_data_ptr *out)
-{
-	struct alloy__tls *t = alloy__tls_self;
-	_Atomic int64_t *c;
-
-	if (unlikely(!t || !a || !out ||
-		     atomic_load_explicit(&t->slow, memory_order_relaxed) ||
-		     (align & (align - 1)) ||
-		     align - sizeof(void *) > ALLOY_ALIGN_MAX - sizeof(void *) ||
-		     size_unusual(size)))
-		return alloc_explicit_slow(a, size, align, flags, out);
-	c = alloy__acct(t, a);
-	alloy__window_open_fast(t);
-	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
-	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
-	alloy__window_close(t);
-	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
-		     ALLOC_LIVE))
-		return alloc_dying(a, size, align, flags, out);
-	describe(out, a, a->ops.device_type, size, align);
-	return alloc_call(a, &t->error_mark, flags, out);
 }
 
 void(alloy_data_ptr_free)(struct alloy_data_ptr *dp)
