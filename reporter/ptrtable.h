@@ -43,14 +43,43 @@ extern ALLOY_HIDDEN struct rep_shard alloy__rep_shards[REP_NSHARDS];
 ALLOY_HIDDEN int alloy__ptrtable_grow(struct rep_shard *s);
 
 /*
- * Fibonacci hashing: one multiply, the top bits are well mixed.  Blocks
- * are at least 8-byte aligned, which the multiply carries upwards.
+ * The shard comes from the 2 MiB region the block lies in, not from the
+ * block itself.  Allocators hand each thread (glibc arenas, jemalloc and
+ * mimalloc thread caches) memory from regions of its own, so a thread
+ * mostly meets only its own shards and their lines stay in its cache.
+ */
+#define REGION_SHIFT 21
+
+/*
+ * Fibonacci hashing: one multiply, the top bits are well mixed.  Picks
+ * a region's shard.
  */
 #define GOLDEN 0x9e3779b97f4a7c15ULL
 
+static inline uint64_t mix(uint64_t x)
+{
+	return x * GOLDEN;
+}
+
+/*
+ * The slot key of a block: a mix of the 1 KiB chunk it lies in, then its
+ * place in the chunk in 16-byte units, so that blocks in one chunk get
+ * neighbouring slots.  An allocator hands out neighbouring blocks one
+ * after another and their frees come in runs too; a well-mixed hash of
+ * the whole address sent each to a cache line of its own in a table of
+ * 64 bytes per live block, a miss at every allocation and every free once
+ * the table outgrew the cache.  Chunks are still spread at random, so
+ * blocks at a fixed stride (page-aligned ones) do not pile up on a few
+ * slots as raw address bits would make them.
+ */
+#define CHUNK_SHIFT 10
+
 static inline uint64_t hash_ptr(uintptr_t p)
 {
-	return (uint64_t)p * GOLDEN;
+	uint64_t chunk = mix((uint64_t)p >> CHUNK_SHIFT) >> 32;
+
+	return chunk << (CHUNK_SHIFT - 4) |
+	       (((uint64_t)p >> 4) & ((1u << (CHUNK_SHIFT - 4)) - 1));
 }
 
 static inline void shard_lock(struct rep_shard *s)
@@ -70,25 +99,17 @@ static inline void shard_unlock(struct rep_shard *s)
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
 }
 
-/*
- * The shard comes from the 2 MiB region the block lies in, not from the
- * block itself.  Allocators hand each thread (glibc arenas, jemalloc and
- * mimalloc thread caches) memory from regions of its own, so a thread
- * mostly meets only its own shards and their lines stay in its cache.
- */
-#define REGION_SHIFT 21
 
 static inline struct rep_shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &alloy__rep_shards[hash_ptr(p >> REGION_SHIFT) >>
-				  58]; /* 64 shards */
+	return &alloy__rep_shards[mix(p >> REGION_SHIFT) >> 58]; /* 64 */
 }
 
-/* The home slot: the top bits of the hash, as many as cap needs. */
+/* The home slot: the low bits of the key, as many as cap needs. */
 static inline size_t home(uint64_t h, size_t cap)
 {
-	return (size_t)(h >> (64 - __builtin_ctzll(cap)));
+	return (size_t)h & (cap - 1);
 }
 
 /*
