@@ -301,6 +301,11 @@ static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
 			  shift_of(align), flags, func);
 }
 
+/*
+ * The callers checked device_type and align.  The reporter being on is
+ * no reason to leave this path: alloc_from tells it of the block (only
+ * a missing membarrier is, see alloy__window_open_fast).
+ */
 static inline __attribute__((always_inline)) void *
 plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 	    const char *func)
@@ -309,7 +314,8 @@ plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 	struct alloy_allocator *a;
 
 	if (unlikely(!t || size > PLAIN_SIZE_MAX ||
-		     atomic_load_explicit(&t->slow, memory_order_relaxed)))
+		     (atomic_load_explicit(&t->slow, memory_order_relaxed) &
+		      ~(unsigned)ALLOY__SLOW_HOOKS)))
 		return plain_slow(device_type, size, align, flags, func);
 	a = alloy__pick_default(t, device_type, size, true);
 	if (unlikely(!a))
