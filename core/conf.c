@@ -80,6 +80,8 @@ static const struct conf_key keys[] = {
 	  "event trace file (docs/TRACE-FORMAT.md)" },
 	{ "backtrace", KEY_BOOL, "false", VAL(backtrace), NULL,
 	  "record each block's call stack: leak sites, the at-peak report" },
+	{ "unwinder", KEY_ENUM, "tables", STR(unwinder), "tables|libunwind",
+	  "call stacks: alloy's walk of the unwind tables, or libunwind's" },
 	{ "leaks", KEY_ENUM, "full", STR(leaks), "full|summary|off",
 	  "blocks live at exit in the report: each, a count and top sites, none" },
 	{ "keep_on_shrink", KEY_BOOL, "true", VAL(keep_on_shrink), NULL,

@@ -113,6 +113,13 @@ struct alloy__tls {
 	 * alloy__tls_cache_retire when the record is retired.
 	 */
 	void *cache;
+	/*
+	 * The reporter's cache of how to step over each code address's
+	 * frame (reporter/unwind.h), made at the thread's first call stack
+	 * and kept with the record: what it holds is the process's, not the
+	 * thread's.
+	 */
+	void *unwind;
 	/* Written only by this thread (alloy__count_add), read by all. */
 	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
 };

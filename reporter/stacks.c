@@ -42,6 +42,7 @@
 
 #include "internal.h"
 #include "core/arena.h"
+#include "reporter/unwind.h"
 
 /* Room for alloy's own frames above the REP_MAX_FRAMES kept. */
 #define CAPTURE_MAX (REP_MAX_FRAMES + 24)
@@ -56,6 +57,7 @@ static struct {
 	unsigned long long adds; /* dlpi_adds at the last module scan */
 	int nours;
 	uintptr_t ours[MAX_OURS][2]; /* alloy's own code: [start, end) */
+	bool libunwind_only;	     /* unwinder:libunwind */
 } S = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.nodes.elem = sizeof(struct rep_node),
@@ -223,15 +225,9 @@ void alloy__rep_modules_scan(void)
 /* Objects named liballoy*: the library itself and the malloc front. */
 static int find_ours(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	const char *name = info->dlpi_name, *base;
-
 	(void)size;
 	(void)arg;
-	if (!name || !name[0])
-		return 0;
-	base = strrchr(name, '/');
-	base = base ? base + 1 : name;
-	if (strncmp(base, "liballoy", 8))
+	if (!alloy__unwind_is_ours(info->dlpi_name))
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum && S.nours < MAX_OURS; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -250,6 +246,7 @@ int alloy__rep_stacks_init(void)
 	pthread_mutex_lock(&S.lock);
 	if (!S.nours)
 		dl_iterate_phdr(find_ours, NULL);
+	S.libunwind_only = !strcmp(alloy__conf.unwinder, "libunwind");
 	scan_locked(true);
 	pthread_mutex_unlock(&S.lock);
 	return 0;
@@ -270,12 +267,18 @@ struct frames {
 	int n;
 };
 
-static uint32_t stack_hash(const struct frames *k)
+/* All 64 bits: the thread's memo compares them, the index takes the top 32. */
+static uint64_t stack_hash(const struct frames *k)
 {
 	uint64_t h = (uint64_t)k->n;
 
 	for (int i = 0; i < k->n; i++)
 		h = alloy__rep_mix(h, k->f[i]);
+	return h;
+}
+
+static uint32_t index_hash(uint64_t h)
+{
 	return (uint32_t)(h >> 32);
 }
 
@@ -368,31 +371,116 @@ bool alloy__rep_stacks_available(void)
 #endif
 }
 
+#ifdef HAVE_LIBUNWIND
+/*
+ * What a thread keeps to capture stacks cheaply, with its record (the
+ * record's unwind pointer), made at its first stack: the unwind cache,
+ * and its latest stacks by hash, so that a stack the thread saw lately is
+ * found by one compare of its frames, without the shared index and the
+ * walk up the tree that confirms a match there.  Stack ids are never
+ * reused, so what the memo holds stays right for a record's next thread.
+ */
+#define MEMO_SLOTS 16
+
+struct memo {
+	uint64_t hash; /* stack_hash; 0: empty */
+	uint32_t id;
+	uint32_t n;
+	uintptr_t f[REP_MAX_FRAMES];
+};
+
+struct thread_stacks {
+	struct alloy__unwind_cache unwind;
+	struct memo memo[MEMO_SLOTS];
+};
+
+/* The calling thread's, made on first use; NULL without a record. */
+static struct thread_stacks *thread_stacks(void)
+{
+	struct alloy__tls *t = alloy__tls_self;
+
+	if (!t)
+		return NULL;
+	if (unlikely(!t->unwind))
+		t->unwind = alloy__arena_alloc(sizeof(struct thread_stacks));
+	return t->unwind;
+}
+
+/*
+ * The stack into buf: the tables' walk, or libunwind where it cannot;
+ * *skip: how many leading frames are alloy's own.
+ */
+static int capture(struct thread_stacks *ts, uintptr_t *buf, int *skip)
+{
+	int n = ts && !S.libunwind_only ?
+			alloy__unwind(&ts->unwind, buf, CAPTURE_MAX, skip) :
+			-1;
+
+	if (n >= 0)
+		return n;
+	n = unw_backtrace((void **)buf, CAPTURE_MAX);
+	for (*skip = 0; *skip < n && ours(buf[*skip]);)
+		++*skip;
+	return n;
+}
+
+static struct memo *memo_slot(struct thread_stacks *ts, uint64_t h)
+{
+	return &ts->memo[(h >> 24) & (MEMO_SLOTS - 1)];
+}
+
+static bool memo_holds(const struct memo *m, uint64_t h,
+		       const struct frames *k)
+{
+	return m->hash == h && m->n == (uint32_t)k->n &&
+	       !memcmp(m->f, k->f, (size_t)k->n * sizeof(k->f[0]));
+}
+
+static void memo_keep(struct memo *m, uint64_t h, const struct frames *k,
+		      uint32_t id)
+{
+	m->hash = h;
+	m->n = (uint32_t)k->n;
+	memcpy(m->f, k->f, (size_t)k->n * sizeof(k->f[0]));
+	m->id = id;
+}
+#endif
+
 uint32_t alloy__rep_stack_capture(void)
 {
 #ifdef HAVE_LIBUNWIND
-	void *buf[CAPTURE_MAX];
+	struct thread_stacks *ts = thread_stacks();
+	uintptr_t buf[CAPTURE_MAX];
+	struct memo *m = NULL;
 	struct frames k;
-	int n = unw_backtrace(buf, CAPTURE_MAX), skip = 0;
-	uint32_t h, id;
+	int skip, n = capture(ts, buf, &skip);
+	uint32_t id;
+	uint64_t h;
 
-	while (skip < n && ours((uintptr_t)buf[skip]))
-		skip++;
 	if (skip == n)
 		skip = 0; /* all alloy's own: keep them rather than nothing */
 	if (n - skip > REP_MAX_FRAMES) {
 		n = skip + REP_MAX_FRAMES;
-		buf[n - 1] = (void *)REP_FRAME_MORE;
+		buf[n - 1] = REP_FRAME_MORE;
 	} else if (n == CAPTURE_MAX) {
-		buf[n - 1] = (void *)REP_FRAME_MORE;
+		buf[n - 1] = REP_FRAME_MORE;
 	}
-	k.f = (const uintptr_t *)(buf + skip);
+	k.f = buf + skip;
 	k.n = n - skip;
 	if (k.n <= 0)
 		return 0;
 	h = stack_hash(&k);
-	id = alloy__rep_index_find(&S.stacks, h, same_stack, &k);
-	return id ? id : stack_add(&k, h);
+	if (ts) {
+		m = memo_slot(ts, h);
+		if (memo_holds(m, h, &k))
+			return m->id;
+	}
+	id = alloy__rep_index_find(&S.stacks, index_hash(h), same_stack, &k);
+	if (!id)
+		id = stack_add(&k, index_hash(h));
+	if (id && m)
+		memo_keep(m, h, &k, id);
+	return id;
 #else
 	return 0;
 #endif

@@ -5,17 +5,22 @@ set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev libunwind-dev binutils python3
       git) # real programs under `alloy run` (tests/test_run.sh)
-# The Python module (python/): headers, NumPy, pytest, DLPack's header.
-pkgs+=(python3-dev python3-numpy python3-pytest libdlpack-dev)
-# --ci: CI's reliability stages (libFuzzer comes with clang; valgrind).
-# --timeline: headless Chromium, for scripts/check-timeline.sh only.
+# The Python module (python/): headers, NumPy, pytest, DLPack's header;
+# hypothesis, which NumPy's own conftest imports (its tests, run by
+# scripts/client-suites.sh and python-clients.sh, stop without it).
+pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
+       libdlpack-dev)
+# --ci: CI's reliability stages (libFuzzer comes with clang; valgrind) and
+#   headless Chromium, so that the flame graph and demo pages are rendered
+#   (tests/test_flamegraph.sh, test_demo_render.sh skip without it).
+# --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
 # --torch: PyTorch and libtorch's c10, for the optional PyTorch adapter
 #   (about 1 GB; without them its tests say "skipped").
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang valgrind) ;;
+	--ci) pkgs+=(clang valgrind chromium) ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;

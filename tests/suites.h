@@ -10,6 +10,7 @@
 	X(error)             \
 	X(reporter)          \
 	X(trace)             \
+	X(unwind)            \
 	X(owner)             \
 	X(conf)              \
 	X(registry)          \

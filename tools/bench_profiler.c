@@ -40,6 +40,7 @@
 #include <alloy/alloy.h>
 
 #include "bench.h"
+#include "reporter/unwind.h"
 
 #define ROUNDS	    7
 #define DEPTH	    24
@@ -50,7 +51,10 @@ extern char **environ;
 
 /* ---- stack capture ------------------------------------------------------ */
 
-enum capture_way { WAY_NONE, WAY_FP, WAY_UNWIND };
+enum capture_way { WAY_NONE, WAY_FP, WAY_UNWIND, WAY_TABLES };
+
+/* The reporter's own walk (reporter/unwind.c, built into this tool too). */
+static struct alloy__unwind_cache tables_cache;
 
 static void *frames[MAX_FRAMES];
 static enum capture_way way;
@@ -82,6 +86,15 @@ FP_FUNCTION static int capture(void)
 	switch (way) {
 	case WAY_FP:
 		return fp_walk(frames, MAX_FRAMES);
+	case WAY_TABLES: {
+		int ours, n = alloy__unwind(&tables_cache, (uintptr_t *)frames,
+					    MAX_FRAMES, &ours);
+
+		if (n >= 0)
+			return n;
+		/* as the reporter does: libunwind where the tables cannot */
+	}
+	/* fall through */
 	case WAY_UNWIND:
 #ifdef HAVE_LIBUNWIND
 		return unw_backtrace(frames, MAX_FRAMES);
@@ -145,7 +158,7 @@ FP_FUNCTION static int frames_through_qsort(enum capture_way w)
 static int run_capture(const struct bench_opts *opts)
 {
 	long iters = bench_iters(opts, 100000);
-	double unwind = 0, fp = capture_ns(WAY_FP, iters);
+	double unwind = 0, tables = 0, fp = capture_ns(WAY_FP, iters);
 	int fp_frames;
 
 	fp_frames = (nframes = 0, descend(DEPTH));
@@ -158,10 +171,22 @@ static int run_capture(const struct bench_opts *opts)
 	way = WAY_UNWIND;
 	bench_result("profiler", "unw_backtrace, depth 24: frames found",
 		     (double)descend(DEPTH), "frames", GOAL_NONE, 0);
+	tables = capture_ns(WAY_TABLES, iters);
+	bench_result("profiler",
+		     "unwind tables (alloy's walk), depth 24: ns per capture",
+		     tables, "ns", GOAL_NONE, 0);
+	way = WAY_TABLES;
+	bench_result("profiler",
+		     "unwind tables (alloy's walk), depth 24: frames found",
+		     (double)descend(DEPTH), "frames", GOAL_NONE, 0);
+	bench_result("profiler",
+		     "unwind tables (alloy's walk) / unw_backtrace: time",
+		     tables / unwind, "x", GOAL_NONE, 0);
 #endif
 	bench_result("profiler", "frame-pointer walk, depth 24: frames found",
 		     (double)fp_frames, "frames", GOAL_NONE, 0);
 	(void)unwind;
+	(void)tables;
 	/* One capture each, from one comparator call (the first). */
 	{
 		int fpq, uwq = 0;
@@ -175,6 +200,10 @@ static int run_capture(const struct bench_opts *opts)
 		bench_result("profiler",
 			     "unw_backtrace: frames found under qsort (libc)",
 			     (double)uwq, "frames", GOAL_NONE, 0);
+		bench_result("profiler",
+			     "unwind tables: frames found under qsort (libc)",
+			     (double)frames_through_qsort(WAY_TABLES),
+			     "frames", GOAL_NONE, 0);
 #endif
 		(void)uwq;
 	}
