@@ -13,8 +13,8 @@
 
 #include "core/internal.h"
 
-/* Slots of a cache: a power of two (32 KiB a thread at 16 bytes each). */
-#define UNWIND_CACHE_SLOTS 2048
+/* Slots of a cache: a power of two (64 KiB a thread at 16 bytes each). */
+#define UNWIND_CACHE_SLOTS 4096
 
 /* How to step over the frame of one code address (unwind.c). */
 struct unwind_rule {

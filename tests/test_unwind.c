@@ -5,7 +5,8 @@
  * unw_backtrace from the same place: the same callers, frame for frame,
  * to the outermost one - through recursion without frame pointers, a
  * frame addressed from rbp (alloca), libc's qsort, a
- * second thread; a repeated walk served from the cache; a signal frame
+ * second thread; a repeated walk served from the cache, walks of other
+ * depths and callers after it; a signal frame
  * handed back to libunwind.
  */
 #ifdef HAVE_CONFIG_H
@@ -125,6 +126,63 @@ START_TEST(second_walk_is_served_by_the_cache)
 }
 END_TEST
 
+/*
+ * Walks from ever other depths and callers, each against libunwind: what
+ * the cache holds from one walk must serve the next wherever it differs,
+ * deeper, shallower, or the same depth through another function.
+ */
+START_TEST(walks_that_share_their_outer_frames)
+{
+	static const int depth[] = { 3, 9, 9, 1, 14, 2, 2, 7, 0, 11 };
+	static struct walk w;
+
+	for (size_t i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) {
+		if (i % 3 == 2)
+			with_alloca(depth[i] + 1, &w, &main_cache);
+		else
+			descend(depth[i], &w, &main_cache);
+		assert_same_callers(&w);
+	}
+}
+END_TEST
+
+/* One function called by two of the same frame size: its frame sits at
+ * the same place both times, with a different return address above. */
+static __attribute__((noinline)) int leaf_walk(struct walk *w)
+{
+	walk_here(w, &main_cache);
+	__asm__ volatile("" ::: "memory");
+	return 1;
+}
+
+static __attribute__((noinline)) int via_a(struct walk *w)
+{
+	volatile int x = 1;
+
+	return leaf_walk(w) + x;
+}
+
+static __attribute__((noinline)) int via_b(struct walk *w)
+{
+	volatile int x = 2;
+
+	return leaf_walk(w) * x;
+}
+
+START_TEST(same_place_other_caller_is_walked_again)
+{
+	static struct walk w;
+
+	for (volatile int k = 0; k < 4; k++) {
+		if (k & 1)
+			via_b(&w);
+		else
+			via_a(&w);
+		assert_same_callers(&w);
+	}
+}
+END_TEST
+
 static struct walk in_qsort;
 
 static int by_value(const void *a, const void *b)
@@ -191,6 +249,8 @@ Suite *suite_unwind(void)
 
 	tcase_add_test(tc, walk_agrees_with_libunwind);
 	tcase_add_test(tc, second_walk_is_served_by_the_cache);
+	tcase_add_test(tc, walks_that_share_their_outer_frames);
+	tcase_add_test(tc, same_place_other_caller_is_walked_again);
 	tcase_add_test(tc, walk_through_libc);
 	tcase_add_test(tc, walk_on_another_thread);
 	tcase_add_test(tc, signal_frame_is_left_to_libunwind);
