@@ -59,6 +59,16 @@ check "the interpreter's evaluation loop is among its callers" \
 check "the peak holds the interpreter's own blocks too (the front served them)" \
 	'json "$dir/py.json" "d[\"devices\"][0][\"blocks\"] > 100"'
 
+# The same run with every stack walked by libunwind: alloy's own walk of
+# the unwind tables (the default) must give the very same site, frame for
+# frame (object and offset or name; the addresses move with ASLR),
+# through CPython, NumPy and libc.
+rc=$(run run --conf backtrace:1,unwinder:libunwind --trace "$dir/lu.trace" -- "$py" "$dir/hold.py")
+check "with unwinder:libunwind it prints the same" '[ "$rc" = 0 ] && cmp -s "$out" "$dir/plain.out"'
+rc=$(run report "$dir/lu.trace" --at peak --format json -o "$dir/lu.json")
+check "the widest site's stack is the same by libunwind, frame for frame" \
+	'[ "$rc" = 0 ] && python3 -c "import json,sys; a, b = (json.load(open(f))[\"devices\"][0][\"sites\"][0] for f in sys.argv[1:]); sys.exit(0 if a[\"bytes\"] == b[\"bytes\"] and len(a[\"stack\"]) > 5 and [(f[\"module\"], f[\"name\"]) for f in a[\"stack\"]] == [(f[\"module\"], f[\"name\"]) for f in b[\"stack\"]] else 1)" "$dir/py.json" "$dir/lu.json"'
+
 rc=$(run report "$dir/py.trace" --format flamegraph -o "$dir/py.html")
 check "the flame graph page of the run names NumPy's object" \
 	'[ "$rc" = 0 ] && grep -q "_multiarray_umath" "$dir/py.html"'
