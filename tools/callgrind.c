@@ -276,15 +276,20 @@ static int run_child(const char *bench, const char *dir)
 	}
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
 	    WEXITSTATUS(status)) {
+		/*
+		 * posix_spawnp said valgrind itself was found; 127 is its
+		 * child that could not start (or a shell's "not found"):
+		 * the log says which.
+		 */
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
 			bench_note(
-				"instructions: not counted: valgrind not found (time ratios only)");
-		else {
+				"instructions: not counted: the callgrind run of %s could not start its program (exit 127; time ratios only):",
+				bench);
+		else
 			fprintf(stderr,
 				"  instructions: the callgrind run of %s failed:\n",
 				bench);
-			print_tail(log);
-		}
+		print_tail(log);
 		return -1;
 	}
 	return 0;
