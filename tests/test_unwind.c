@@ -4,18 +4,21 @@
  * (reporter/unwind.c, built into the runner) against libunwind's
  * unw_backtrace from the same place: the same callers, frame for frame,
  * to the outermost one - through recursion without frame pointers, a
- * frame addressed from rbp (alloca), libc's qsort, a
- * second thread; a repeated walk served from the cache, walks of other
- * depths and callers after it; a signal frame
- * handed back to libunwind.
+ * frame addressed from rbp (alloca), libc's qsort, a second thread; a
+ * repeated walk served from the cache, walks of other depths and callers
+ * after it; a signal frame handed back to libunwind; code made at run
+ * time, where the walk stops.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "testutil.h"
 #include "reporter/unwind.h"
@@ -245,6 +248,58 @@ START_TEST(walk_on_another_thread)
 }
 END_TEST
 
+/*
+ * Code made at run time has no unwind table: the walk ends at its frame,
+ * the last address it reports, without reading further.  The code calls
+ * fn(arg): push rbx (realigns the stack), mov rax <- rdi,
+ * mov rdi <- rsi, call *rax, pop rbx, ret.
+ */
+static const unsigned char jit_call[] = { 0x53, 0x48, 0x89, 0xf8, 0x48, 0x89,
+					  0xf7, 0xff, 0xd0, 0x5b, 0xc3 };
+
+static struct walk in_jit;
+
+static void walk_from_jit(void *arg)
+{
+	(void)arg;
+	walk_here(&in_jit, &main_cache);
+}
+
+START_TEST(code_without_tables_ends_the_walk)
+{
+	void (*call)(void (*)(void *), void *);
+	unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t last;
+
+	ck_assert(page != MAP_FAILED);
+	memcpy(page, jit_call, sizeof(jit_call));
+	ck_assert_int_eq(mprotect(page, 4096, PROT_READ | PROT_EXEC), 0);
+	*(void **)&call = page;
+	call(walk_from_jit, NULL);
+	ck_assert_int_gt(in_jit.n_own, 2);
+	last = in_jit.own[in_jit.n_own - 1];
+	ck_assert_msg(last - (uintptr_t)page < sizeof(jit_call),
+		      "the walk went past the generated code: last frame %#lx",
+		      (unsigned long)last);
+	munmap(page, 4096);
+}
+END_TEST
+
+/* Whether this process may map code it wrote (a hardened one may not). */
+static bool can_map_code(void)
+{
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok;
+
+	if (page == MAP_FAILED)
+		return false;
+	ok = !mprotect(page, 4096, PROT_READ | PROT_EXEC);
+	munmap(page, 4096);
+	return ok;
+}
+
 static struct walk in_handler;
 
 static void on_signal(int sig)
@@ -287,6 +342,11 @@ Suite *suite_unwind(void)
 	tcase_add_test(tc, walk_on_another_thread);
 #endif
 	tcase_add_test(tc, signal_frame_is_left_to_libunwind);
+	if (can_map_code())
+		tcase_add_test(tc, code_without_tables_ends_the_walk);
+	else
+		fprintf(stderr,
+			"unwind: skipped code_without_tables_ends_the_walk: no executable mapping allowed here\n");
 	suite_add_tcase(s, tc);
 	return s;
 }
