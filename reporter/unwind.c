@@ -728,7 +728,7 @@ alloy__unwind(struct alloy__unwind_cache *c, uintptr_t *out, int max,
 {
 	uintptr_t ip, sp, bp, key, top;
 	bool outermost = false;
-	int n = 0, lead = -1; /* -1 while every frame so far was alloy's */
+	int n = 0, lead = 0; /* frames of alloy's own before any other */
 
 	cache_check(c);
 	top = c->stack_top ? c->stack_top : UINTPTR_MAX;
@@ -744,14 +744,18 @@ alloy__unwind(struct alloy__unwind_cache *c, uintptr_t *out, int max,
 
 		out[n++] = ip;
 		r = rule_for(c, key);
-		if (unlikely(lead < 0) && !(r->flags & UNWIND_OURS))
-			lead = n - 1;
-		if (unlikely(r->flags &
-			     (UNWIND_END | UNWIND_UNKNOWN | UNWIND_FALLBACK))) {
+		/* One test for everything but a plain frame of another's. */
+		if (unlikely(r->flags & (UNWIND_END | UNWIND_UNKNOWN |
+					 UNWIND_FALLBACK | UNWIND_OURS))) {
 			if (r->flags & UNWIND_FALLBACK)
 				return -1;
-			outermost = r->flags & UNWIND_END;
-			break;
+			/* alloy's, and every frame before it too */
+			if ((r->flags & UNWIND_OURS) && lead == n - 1)
+				lead = n;
+			if (r->flags & (UNWIND_END | UNWIND_UNKNOWN)) {
+				outermost = r->flags & UNWIND_END;
+				break;
+			}
 		}
 		cfa = (r->flags & UNWIND_CFA_BP ? bp : sp) + (uintptr_t)r->cfa_off;
 		/* Up the stack, not past its top: cfa in (sp, top]. */
@@ -771,7 +775,7 @@ alloy__unwind(struct alloy__unwind_cache *c, uintptr_t *out, int max,
 	/* Every read was below sp, and no frame of the thread is above. */
 	if (outermost && sp > c->stack_top)
 		c->stack_top = sp;
-	*leading_ours = lead < 0 ? n : lead;
+	*leading_ours = lead;
 	return n;
 }
 
