@@ -52,6 +52,13 @@ struct reader {
 	size_t modcap;
 };
 
+/*
+ * What a second header or data after the end mostly mean: the processes
+ * of one `alloy run` (a compiler driver, a shell pipeline) all wrote the
+ * one path they were given.
+ */
+#define SHARED_HINT "a trace path with %p gives each process its own file"
+
 static int fail(struct reader *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -783,6 +790,10 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 		t.p = line + 10;
 		return last_record(r, &t, false);
 	}
+	if (len > 12 && !memcmp(line, "alloy-trace ", 12))
+		return fail(r,
+			    "a second trace header: more than one process wrote this file (%s)",
+			    SHARED_HINT);
 	if (len > 1 && line[1] != ' ')
 		return fail(r, "unknown record \"%.20s\"", line);
 	if (r->tr->version == 1) {
@@ -902,8 +913,10 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 		r.line++;
 		r.offset = (long long)off;
 		if (tr->complete || tr->incomplete) {
-			rc = fail(&r, "data after the %s record",
-				  tr->complete ? "end" : "incomplete");
+			rc = fail(&r,
+				  "data after the %s record (more than one process writing this file? %s)",
+				  tr->complete ? "end" : "incomplete",
+				  SHARED_HINT);
 			goto out;
 		}
 		if (!nl) {
