@@ -114,10 +114,10 @@ struct alloy__tls {
 	 */
 	void *cache;
 	/*
-	 * The reporter's cache of how to step over each code address's
-	 * frame (reporter/unwind.h), made at the thread's first call stack
-	 * and kept with the record: what it holds is the process's, not the
-	 * thread's.
+	 * The reporter's stack-capture state (reporter/stacks.c: the unwind
+	 * cache and the recent stacks), made at the thread's first call
+	 * stack and kept with the record: what it holds is the process's,
+	 * not the thread's.
 	 */
 	void *unwind;
 	/* Written only by this thread (alloy__count_add), read by all. */

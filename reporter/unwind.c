@@ -596,10 +596,10 @@ static const uint8_t *fde_for(const uint8_t *hdr, uintptr_t ip)
 	}
 }
 
-
+/* What find_object learns of the object holding ip. */
 struct find {
 	uintptr_t ip;
-	bool first, found, ours;
+	bool first, ours;
 	unsigned long long unloads;
 	struct unwind_rule rule;
 };
@@ -626,7 +626,6 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!holds)
 		return 0;
-	f->found = true;
 	f->ours = alloy__unwind_is_ours(info->dlpi_name);
 	if (eh) {
 		const uint8_t *fde = fde_for(
