@@ -28,14 +28,17 @@ static inline _Atomic int64_t *alloy__acct(struct alloy__tls *t,
 
 /*
  * The default of device_type, with one allocation of size bytes counted
- * on it in this thread's counters.  NULL when the device has no default.
- * `fast`: alloy__slow_mask was seen 0, so no fence is needed here.
+ * on it in this thread's counters: alloy__no_default (whose alloc op
+ * fails) when the device has no default.  `fast`: alloy__slow_mask was
+ * seen 0, so no fence is needed here.  Clears the thread's error mark
+ * (the caller's allocator call comes next).
  */
 static inline __attribute__((always_inline)) struct alloy_allocator *
-alloy__pick_default(struct alloy__tls *t, int device_type, size_t size,
+alloy__pick_default(struct alloy__tls *t, size_t device_type, size_t size,
 		    bool fast)
 {
 	struct alloy_allocator *a;
+	_Atomic int64_t *c;
 
 	if (fast)
 		alloy__window_open_fast(t);
@@ -43,13 +46,10 @@ alloy__pick_default(struct alloy__tls *t, int device_type, size_t size,
 		alloy__window_open(t);
 	a = atomic_load_explicit(&alloy__defaults[device_type],
 				 memory_order_acquire);
-	if (likely(a)) {
-		_Atomic int64_t *c = alloy__acct(t, a);
-
-		alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
-		alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
-	}
-	alloy__window_close(t);
+	c = alloy__acct(t, a);
+	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
+	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
+	alloy__window_close_clear_mark(t);
 	return a;
 }
 

@@ -92,16 +92,34 @@ static inline void alloy__ensure_init(void)
  */
 #define ALLOY__TCOUNT_SLOTS 1024
 
+/* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
+enum {
+	ALLOY__C_ALLOCS = 0, /* allocations ever */
+	ALLOY__C_FREES,	     /* frees ever; live blocks = allocs - frees */
+	ALLOY__C_BYTES,	     /* live bytes */
+	ALLOY__C_COUNT
+};
+
 struct alloy__tls {
-	/*
-	 * 1 while this thread reads a device's default and counts its
-	 * block there (core/alloc.c): alloy__wait_windows() waits for it.
-	 */
-	_Atomic int window;
+	union {
+		struct {
+			/*
+			 * 1 while this thread reads a device's default and
+			 * counts its block there (core/acct.h):
+			 * alloy__wait_windows() waits for it.
+			 */
+			_Atomic int window;
+			/*
+			 * alloy__error_mark for a thread with a record
+			 * (core/error.c).  Beside the window, so that the
+			 * store that closes the window clears it too.
+			 */
+			unsigned error_mark;
+		};
+		_Atomic uint64_t window_and_mark;
+	};
 	/* This thread's copy of alloy__slow_mask (one compare to test). */
 	_Atomic unsigned slow;
-	/* alloy__error_mark for a thread with a record (core/error.c). */
-	unsigned error_mark;
 	unsigned depth;		  /* nesting of enter/leave */
 	atomic_uint_fast64_t seq; /* odd while inside alloy__enter/leave */
 	struct alloy__tls *next;
@@ -120,6 +138,11 @@ struct alloy__tls {
 	 * not the thread's.
 	 */
 	void *unwind;
+	/*
+	 * Where an allocation that found no default counts itself
+	 * (alloy__no_default's counters): written, never read.
+	 */
+	_Atomic int64_t nowhere[ALLOY__C_COUNT];
 	/* Written only by this thread (alloy__count_add), read by all. */
 	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
 };
@@ -154,6 +177,24 @@ extern ALLOY_HIDDEN _Atomic unsigned alloy__slow_mask;
  * any relaxed read).
  */
 ALLOY_HIDDEN void alloy__slow_mask_set(unsigned bits, bool on);
+
+/*
+ * Whether this thread's record says to leave the fast path.  On x86-64 a
+ * compare with memory, which is the relaxed load the generic code does
+ * and one instruction fewer on the hottest path.
+ */
+static inline bool alloy__slow_now(struct alloy__tls *t)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && \
+	!defined(__SANITIZE_THREAD__)
+	bool slow;
+
+	__asm__("cmpl $0, %1" : "=@ccne"(slow) : "m"(t->slow));
+	return slow;
+#else
+	return atomic_load_explicit(&t->slow, memory_order_relaxed) != 0;
+#endif
+}
 
 /*
  * This thread's record, made on first use.  NULL when there is no memory
@@ -261,6 +302,21 @@ static inline void alloy__window_close(struct alloy__tls *t)
 	atomic_store_explicit(&t->window, 0, memory_order_release);
 }
 
+/*
+ * Close the window and clear the error mark, in one store where it can
+ * be: the fast paths call the allocator next, and the mark then tells
+ * whether the allocator explained a failure (core/alloc.c).
+ */
+static inline void alloy__window_close_clear_mark(struct alloy__tls *t)
+{
+#ifdef __SANITIZE_THREAD__
+	t->error_mark = 0; /* TSan is given the two stores it knows */
+	alloy__window_close(t);
+#else
+	atomic_store_explicit(&t->window_and_mark, 0, memory_order_release);
+#endif
+}
+
 ALLOY_HIDDEN void alloy__wait_windows(void);
 
 /*
@@ -361,14 +417,6 @@ static inline struct alloy__owner *alloy__owner_of(struct alloy__tls *t)
  */
 enum alloy__alloc_state { ALLOC_FREE = 0, ALLOC_LIVE, ALLOC_DYING, ALLOC_INIT };
 
-/* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
-enum {
-	ALLOY__C_ALLOCS = 0, /* allocations ever */
-	ALLOY__C_FREES,	     /* frees ever; live blocks = allocs - frees */
-	ALLOY__C_BYTES,	     /* live bytes */
-	ALLOY__C_COUNT
-};
-
 /* Live blocks of a: allocations minus frees, summed over threads. */
 ALLOY_HIDDEN int64_t alloy__live_blocks(const struct alloy_allocator *a);
 
@@ -389,6 +437,21 @@ struct alloy_allocator {
 
 extern ALLOY_HIDDEN _Atomic(struct alloy_allocator *)
 	alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
+
+/*
+ * What alloy__defaults holds for a device without a default, so that the
+ * fast paths need not test for NULL: an allocator in no table, counted in
+ * each record's nowhere[], whose alloc op always fails.  A fast path that
+ * got it goes to its slow path from the failure; everything else sees
+ * NULL through alloy__default_of.
+ */
+extern ALLOY_HIDDEN struct alloy_allocator alloy__no_default;
+
+static inline struct alloy_allocator *
+alloy__default_of(struct alloy_allocator *a)
+{
+	return a == &alloy__no_default ? NULL : a;
+}
 
 /* The table, indexed by struct alloy_allocator's index (never freed). */
 extern ALLOY_HIDDEN struct alloy_allocator

@@ -193,9 +193,13 @@ static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 		alloy__leave(t);
 }
 
+static void *plain_slow(int device_type, size_t size, size_t align,
+			unsigned flags, const char *func);
+
 /*
  * Allocate from a, on which size bytes are already counted: the
- * allocator's block is size + off bytes aligned to off.
+ * allocator's block is size + off bytes aligned to off.  error_mark is
+ * the thread's, cleared here; NULL when alloy__pick_default cleared it.
  */
 static inline __attribute__((always_inline)) void *
 alloc_from(struct alloy_allocator *a, unsigned *error_mark, int device_type,
@@ -205,7 +209,8 @@ alloc_from(struct alloy_allocator *a, unsigned *error_mark, int device_type,
 	bool explained;
 	void *base;
 
-	*error_mark = 0;
+	if (error_mark)
+		*error_mark = 0;
 	base = a->ops.alloc(a->ctx, size + off, off, flags);
 	if (likely(base)) {
 		void *user = finish(a, base, size, shift, 0);
@@ -214,7 +219,9 @@ alloc_from(struct alloy_allocator *a, unsigned *error_mark, int device_type,
 			report_alloc(a, device_type, user, size, off);
 		return user;
 	}
-	explained = *error_mark != 0;
+	if (unlikely(a == &alloy__no_default)) /* see plain_alloc */
+		return plain_slow(device_type, size, off, flags, func);
+	explained = *(error_mark ? error_mark : alloy__error_mark_of()) != 0;
 	alloy__uncount_alloc(a, size);
 	return fail(
 		ENOMEM, func,
@@ -317,10 +324,9 @@ plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 		     (atomic_load_explicit(&t->slow, memory_order_relaxed) &
 		      ~(unsigned)ALLOY__SLOW_HOOKS)))
 		return plain_slow(device_type, size, align, flags, func);
+	/* No default: alloy__no_default fails in alloc_from, which goes slow. */
 	a = alloy__pick_default(t, device_type, size, true);
-	if (unlikely(!a))
-		return plain_slow(device_type, size, align, flags, func);
-	return alloc_from(a, &t->error_mark, device_type, size,
+	return alloc_from(a, NULL, device_type, size,
 			  shift_of(align), flags, func);
 }
 

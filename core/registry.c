@@ -21,7 +21,29 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 struct alloy_allocator alloy__allocators[ALLOY_MAX_ALLOCATORS];
 #define table alloy__allocators
 static unsigned long next_serial = 1;
-_Atomic(struct alloy_allocator *) alloy__defaults[ALLOY_DEVICE_TYPE_COUNT];
+/* Its alloc op: there is no allocator to take the request. */
+static void *no_default_alloc(void *ctx, size_t size, size_t align,
+			      unsigned flags)
+{
+	(void)ctx;
+	(void)size;
+	(void)align;
+	(void)flags;
+	return NULL;
+}
+
+struct alloy_allocator alloy__no_default = {
+	.ops = { .alloc = no_default_alloc },
+	.state = ALLOC_FREE,
+	.index = -1,
+	.counters = -1,
+	.acct_offset = offsetof(struct alloy__tls, nowhere),
+	.name = "(no default)",
+};
+
+_Atomic(struct alloy_allocator *) alloy__defaults[ALLOY_DEVICE_TYPE_COUNT] = {
+	[0 ... ALLOY_DEVICE_TYPE_COUNT - 1] = &alloy__no_default,
+};
 #define defaults alloy__defaults
 
 int alloy_allocator_name_valid(const char *name)
@@ -323,8 +345,8 @@ struct alloy_allocator *alloy_get_default(int device_type)
 			     device_type);
 		return NULL;
 	}
-	return atomic_load_explicit(&defaults[device_type],
-				    memory_order_acquire);
+	return alloy__default_of(atomic_load_explicit(&defaults[device_type],
+						      memory_order_acquire));
 }
 
 int alloy_set_default(int device_type, struct alloy_allocator *a)

@@ -291,6 +291,131 @@ START_TEST(size_limits)
 }
 END_TEST
 
+/* The first device type without a default, or -1. */
+static int device_without_default(void)
+{
+	for (int d = 0; d < ALLOY_DEVICE_TYPE_COUNT; d++)
+		if (!alloy_get_default(d))
+			return d;
+	return -1;
+}
+
+/*
+ * The fast paths of alloy_alloc_default and alloy_malloc take no branch
+ * for a device without a default, nor clear the error mark in a store of
+ * their own (core/alloc.c): what they must still get right.  A device
+ * without a default is -ENODEV with an empty DataPtr, and the registry
+ * still says it has none; an allocator that refuses gives -ENOMEM (and
+ * ENOMEM for the plain API) with nothing counted, and the message carries
+ * an explanation only when the allocator gave one in that call - not an
+ * error left by an earlier call.
+ */
+START_TEST(default_path_failures)
+{
+	struct alloy_allocator *old = alloy_get_default(ALLOY_DEVICE_CPU), *a;
+	struct alloy_fail_config plan = { .nth = 1 };
+	struct alloy_data_ptr dp;
+	struct test_alloc ta;
+	int none = device_without_default();
+
+	ck_assert_msg(none > ALLOY_DEVICE_CPU, "every device has a default");
+	memset(&dp, 0x5a, sizeof(dp));
+	ck_assert_int_eq(alloy_alloc_default(none, 64, 0, &dp), -ENODEV);
+	ck_assert_ptr_null(dp.ptr);
+	ck_assert_ptr_null(dp.ctx);
+	ck_assert_ptr_null((void *)dp.deleter);
+	ck_assert_msg(strstr(alloy_last_error(), "no default allocator"), "%s",
+		      alloy_last_error());
+	ck_assert_ptr_null(alloy_get_default(none));
+	if (none == ALLOY_DEVICE_CUDA_HOST) {
+		errno = 0;
+		ck_assert_ptr_null(alloy_malloc_on(none, 64, 0, 0));
+		ck_assert_int_eq(errno, ENODEV);
+	}
+
+	a = test_alloc_register(&ta, "t_refuses");
+	atomic_store(&ta.fail_from, 1);
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, a));
+	/* An error of another call, just before. */
+	ck_assert_int_eq(alloy_set_default(ALLOY_DEVICE_TYPE_COUNT, a),
+			 -EINVAL);
+	ck_assert_int_eq(alloy_alloc_default(ALLOY_DEVICE_CPU, 24, 0, &dp),
+			 -ENOMEM);
+	ck_assert_ptr_null(dp.ptr);
+	ck_assert_msg(strstr(alloy_last_error(),
+			     "allocator \"t_refuses\" could not allocate 24 bytes") &&
+			      !strstr(alloy_last_error(), "unknown device type"),
+		      "%s", alloy_last_error());
+	ck_assert_int_eq(alloy_set_default(ALLOY_DEVICE_TYPE_COUNT, a),
+			 -EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(alloy_malloc(24));
+	ck_assert_int_eq(errno, ENOMEM);
+	ck_assert_msg(strstr(alloy_last_error(), "could not allocate 24 bytes") &&
+			      !strstr(alloy_last_error(), "unknown device type"),
+		      "%s", alloy_last_error());
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	ck_assert_int_eq(ta.allocs, 0);
+
+	/* The fail allocator explains itself: that is kept. */
+	ck_assert_ok(alloy_fail_configure(&plan));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU,
+				       alloy_find_allocator("fail")));
+	ck_assert_int_eq(alloy_alloc_default(ALLOY_DEVICE_CPU, 24, 0, &dp),
+			 -ENOMEM);
+	ck_assert_msg(strstr(alloy_last_error(), "failed as planned"), "%s",
+		      alloy_last_error());
+
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, old));
+	ck_assert_ok(alloy_unregister_allocator("t_refuses"));
+}
+END_TEST
+
+/*
+ * The three ways into the default path - the header's inline wrapper, the
+ * function itself, and liballoy 1.0's header entry that binaries built
+ * then still call - give the same block and the same refusal.
+ */
+START_TEST(default_entries_agree)
+{
+	struct test_alloc ta;
+	struct alloy_allocator *old = alloy_get_default(ALLOY_DEVICE_CPU);
+	struct alloy_allocator *a = test_alloc_register(&ta, "t_entries");
+	struct alloy_data_ptr dp[3];
+
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, a));
+	ck_assert_ok(alloy_alloc_default(ALLOY_DEVICE_CPU, 40, 0, &dp[0]));
+	ck_assert_ok((alloy_alloc_default)(ALLOY_DEVICE_CPU, 40, 0, &dp[1]));
+	ck_assert_ok(alloy__alloc_default_checked(ALLOY_DEVICE_CPU, 40, &dp[2],
+						  ALLOY_ALLOC_ZERO));
+	for (int i = 0; i < 3; i++) {
+		ck_assert_ptr_nonnull(dp[i].ptr);
+		ck_assert_ptr_eq(dp[i].ctx, a);
+		ck_assert_uint_eq(dp[i].size, 40);
+		ck_assert_uint_eq(dp[i].align, ta.last_align);
+	}
+	ck_assert_uint_eq(ta.last_flags, ALLOY_ALLOC_ZERO);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 3);
+	ck_assert_int_eq(ta.allocs, 3);
+	for (int i = 0; i < 3; i++)
+		alloy_data_ptr_free(&dp[i]);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	ck_assert_int_eq(ta.bad_frees, 0);
+
+	atomic_store(&ta.fail_from, 1);
+	ck_assert_int_eq((alloy_alloc_default)(ALLOY_DEVICE_CPU, 40, 0, &dp[1]),
+			 -ENOMEM);
+	ck_assert_int_eq(alloy__alloc_default_checked(ALLOY_DEVICE_CPU, 40,
+						      &dp[2], 0),
+			 -ENOMEM);
+	ck_assert_ptr_null(dp[1].ptr);
+	ck_assert_ptr_null(dp[2].ctx);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, old));
+	ck_assert_ok(alloy_unregister_allocator("t_entries"));
+}
+END_TEST
+
 /*
  * alloy_alloc's alignment: 0 is the configured one, under a pointer's
  * size is rounded up to it, and anything not a power of two or over
@@ -598,6 +723,8 @@ Suite *suite_registry(void)
 	tcase_add_test(tc, list_in_registration_order);
 	tcase_add_test(tc, slots_are_bounded_and_reused);
 	tcase_add_test(tc, size_limits);
+	tcase_add_test(tc, default_path_failures);
+	tcase_add_test(tc, default_entries_agree);
 	tcase_add_test(tc, alignment_rules);
 	tcase_add_test(tc, stats_fallback_counts);
 	tcase_add_test(tc, init_and_fini_may_call_the_registry);

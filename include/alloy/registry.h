@@ -85,10 +85,19 @@ int alloy_alloc_default(int device_type, size_t size, unsigned flags,
 			struct alloy_data_ptr *out);
 
 /*
- * The fast path for arguments known good: not for direct use.  Its
- * parameters are in the order that leaves size and flags where the
- * allocator's alloc op takes them.
+ * The fast path for arguments known good: not for direct use.  It fills
+ * *out but ptr and returns the allocator's block straight from its alloc
+ * op (a tail call: nothing of alloy runs after the allocator), or NULL;
+ * then alloy__alloc_default_settle finishes the call: the slow path when
+ * the fast one could not start (out->ctx NULL), the failure when the
+ * allocator refused.  The parameters are in the order that leaves size
+ * and flags where the allocator's alloc op takes them.
  */
+void *alloy__alloc_default_fast(size_t device_type, size_t size,
+				struct alloy_data_ptr *out, unsigned flags);
+int alloy__alloc_default_settle(int device_type, size_t size, unsigned flags,
+				struct alloy_data_ptr *out);
+/* The fast path of liballoy 1.0's header: kept for what was built on it. */
 int alloy__alloc_default_checked(int device_type, size_t size,
 				 struct alloy_data_ptr *out, unsigned flags);
 
@@ -100,9 +109,17 @@ static inline int alloy__alloc_default_inline(int device_type, size_t size,
 				     (unsigned)device_type <
 					     ALLOY_DEVICE_TYPE_COUNT &&
 				     size - 1 < ((size_t)1 << 62),
-			     1))
-		return alloy__alloc_default_checked(device_type, size, out,
-						    flags);
+			     1)) {
+		void *p = alloy__alloc_default_fast((unsigned)device_type,
+						    size, out, flags);
+
+		if (__builtin_expect(p != NULL, 1)) {
+			out->ptr = p;
+			return 0;
+		}
+		return alloy__alloc_default_settle(device_type, size, flags,
+						   out);
+	}
 	return (alloy_alloc_default)(device_type, size, flags, out);
 }
 #define alloy_alloc_default(device_type, size, flags, out) \
