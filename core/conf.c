@@ -84,6 +84,8 @@ static const struct conf_key keys[] = {
 	  "call stacks: alloy's walk of the unwind tables, or libunwind's" },
 	{ "leaks", KEY_ENUM, "full", STR(leaks), "full|summary|off",
 	  "blocks live at exit in the report: each, a count and top sites, none" },
+	{ "run_pid", KEY_SIZE, "0", VAL(run_pid), NULL,
+	  "process whose report/trace/log paths are as given; others add .PID" },
 	{ "keep_on_shrink", KEY_BOOL, "true", VAL(keep_on_shrink), NULL,
 	  "tensors keep their buffer when resized smaller" },
 	{ "max_keep_on_shrink_memory", KEY_SIZE, "unlimited",

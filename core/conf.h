@@ -42,6 +42,12 @@ struct alloy__conf {
 	bool backtrace;
 	char unwinder[10]; /* tables or libunwind (reporter/unwind.c) */
 	char leaks[8]; /* full, summary or off */
+	/*
+	 * The process whose report, trace and log take their paths as
+	 * given; any other that inherits the configuration writes PATH.PID
+	 * (reporter/session.c).  Set by alloy run; 0: every process.
+	 */
+	uint64_t run_pid;
 	/* tensor layer */
 	bool keep_on_shrink;
 	uint64_t max_keep_on_shrink_memory;

@@ -55,10 +55,41 @@ int alloy__rep_std_fd(const char *where)
 	return X.err_fd >= 0 ? X.err_fd : STDERR_FILENO;
 }
 
+static bool has_pid(const char *path)
+{
+	for (const char *p = path; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p')
+			return true;
+		if (p[0] == '%' && p[1] == '%')
+			p++;
+	}
+	return false;
+}
+
+static bool names_std(const char *path)
+{
+	return !strcmp(path, "stderr") || !strcmp(path, "stdout");
+}
+
+/*
+ * Whether this process writes path to a file of its own: %p in it, or
+ * alloy run named another process as the one that keeps the paths as
+ * given (run_pid), so that the processes a program starts neither
+ * truncate its report nor mix their events into its trace.
+ */
+static bool own_file(const char *path)
+{
+	uint64_t top = alloy__conf.run_pid;
+
+	return has_pid(path) ||
+	       (top && top != (uint64_t)getpid() && !names_std(path));
+}
+
 bool alloy__rep_expand_path(char *out, size_t len, const char *path)
 {
 	char pid[24];
 	size_t n = 0;
+	bool suffix = !has_pid(path) && own_file(path);
 
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 	for (const char *p = path; *p; p++) {
@@ -77,19 +108,12 @@ bool alloy__rep_expand_path(char *out, size_t len, const char *path)
 		memcpy(out + n, add, k);
 		n += k;
 	}
+	if (suffix && n + 1 + strlen(pid) >= len)
+		return false;
+	if (suffix)
+		n += (size_t)sprintf(out + n, ".%s", pid);
 	out[n] = '\0';
 	return true;
-}
-
-static bool has_pid(const char *path)
-{
-	for (const char *p = path; *p; p++) {
-		if (p[0] == '%' && p[1] == 'p')
-			return true;
-		if (p[0] == '%' && p[1] == '%')
-			p++;
-	}
-	return false;
 }
 
 static void write_all(int fd, const char *s, size_t n)
@@ -183,7 +207,7 @@ static bool report_open(const char *where)
 			     where);
 		return false;
 	}
-	if (!strcmp(where, "stderr") || !strcmp(where, "stdout")) {
+	if (names_std(where)) {
 		X.report_fd = alloy__rep_std_fd(where);
 		X.report_own = false;
 		return true;
@@ -239,13 +263,12 @@ void alloy__rep_session_forked(void)
 	if (atomic_load(&alloy__rep_tracing)) {
 		alloy__stream_drop(&alloy__rep_trace);
 		atomic_store(&alloy__rep_trace_gen, 0);
-		if (!has_pid(X.trace_where))
+		if (!own_file(X.trace_where))
 			atomic_store(&alloy__rep_tracing, false);
 	}
 	if (atomic_load(&alloy__rep_logging)) {
 		alloy__stream_drop(&alloy__rep_log);
-		if (!has_pid(c->log) || !strcmp(c->log, "stderr") ||
-		    !strcmp(c->log, "stdout"))
+		if (!own_file(c->log) || names_std(c->log))
 			atomic_store(&alloy__rep_logging, false);
 	}
 	if (X.report_own && X.report_fd >= 0)
@@ -396,7 +419,7 @@ __attribute__((destructor)) static void session_end(void)
 	alloy__rep_log_close();
 	if (X.child && c->report[0]) {
 		/* A child reports only to a file of its own. */
-		if (!has_pid(c->report) || !report_open(c->report))
+		if (!own_file(c->report) || !report_open(c->report))
 			return;
 	}
 	if (X.report_fd >= 0)

@@ -83,6 +83,29 @@ under_front --report stderr -- ls / || rc=$?
 check "ls closes stderr, the report still comes" \
 	'[ $rc = 0 ] && grep -q "^alloy reporter" "$err" && [ "$(report_allocs "$err" default)" -gt 0 ]'
 
+# ---- paths without %p: the program keeps them, what it starts adds .PID
+# front_prog work execs two children (each reports at exit) and forks one
+# that leaves by _exit (no report; its trace ends without an end record).
+
+pdir=$(mktemp -d)
+rc=0
+(cd "$pdir" && "$ALLOY" run --report r --trace t -- "$tests/front_prog" work) \
+	>"$out" 2>"$err" || rc=$?
+top=$("$ALLOY" report "$pdir/t" 2>/dev/null | sed -n 's/^trace .*: version [0-9]*, pid \([0-9]*\),.*/\1/p')
+check "without %p the program's report and trace keep their paths" \
+	'[ $rc = 0 ] && [ "$(grep -c "^alloy reporter" "$pdir/r")" = 1 ] && [ -n "$top" ] && [ "$(report_allocs "$pdir/r" default)" -gt 1000 ]'
+check "each exec'd child reports to PATH.PID, whole" \
+	'[ "$(ls "$pdir" | grep -c "^r\.[0-9]*$")" = 2 ] && for f in "$pdir"/r.*; do [ "$(grep -c "^alloy reporter" "$f")" = 1 ] || exit 1; done'
+check "and traces to PATH.PID, readable, with its own pid" \
+	'for f in "$pdir"/r.*; do p=${f##*.}; [ "$p" != "$top" ] && "$ALLOY" report "$pdir/t.$p" 2>/dev/null | grep -q "pid $p," || exit 1; done'
+check "the forked child's trace is its own file too" \
+	'[ "$(ls "$pdir" | grep -c "^t\.[0-9]*$")" = 3 ]'
+rm -rf "$pdir"
+rc=0
+"$ALLOY" run --conf run_pid:abc -- true >"$out" 2>"$err" || rc=$?
+check "run_pid that is not a number: exit 2, named" \
+	'[ "$rc" = 2 ] && grep -q "run_pid" "$err"'
+
 # ---- blocks live at exit: a count and top sites, unless asked for each
 
 rc=0

@@ -305,12 +305,13 @@ static const struct {
 	  ":3: (byte 43) end record counts 2 events" },
 	{ "alloy-trace 1 pid=1\nend 9 0\nu 1 1 0x10\n",
 	  ":3: (byte 28) data after the end record (more than one process "
-	  "writing this file? a trace path with %p gives each process its "
-	  "own file)" },
-	/* Two processes of one `alloy run` given the same path. */
+	  "writing this file? a trace path with %p, or alloy run, gives each "
+	  "process its own file)" },
+	/* Two processes given the same path by ALLOY_CONF alone. */
 	{ "alloy-trace 2 pid=7\nalloy-trace 2 pid=8\n",
 	  ":2: (byte 20) a second trace header: more than one process wrote "
-	  "this file (a trace path with %p gives each process its own file)" },
+	  "this file (a trace path with %p, or alloy run, gives each process "
+	  "its own file)" },
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0 extra\n",
 	  ":2: (byte 20) expected" },
 	/* Sizes and sums that would wrap, alignments (issue 15). */

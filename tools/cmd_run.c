@@ -122,9 +122,14 @@ static int init_quietly(void)
 
 /*
  * ALLOY_CONF for the program: leaks:summary, then the environment's, then
- * --conf, then --report and --trace (later items win).  Checked here,
- * where a bad part is a usage error: alloy's own start prints one line
- * for each.
+ * --conf, then --report and --trace, then run_pid (later items win).
+ * Checked here, where a bad part is a usage error: alloy's own start
+ * prints one line for each.
+ *
+ * run_pid is this process's id, which the program keeps across the exec:
+ * its report, trace and log take their paths as given, and every process
+ * it starts writes PATH.PID instead of truncating them or mixing events
+ * into them (docs/PRELOAD.md, "A report per process").
  *
  * leaks:summary first: a program nobody wrote against alloy keeps most of
  * what it allocates until exit without freeing it, and a list of every
@@ -135,8 +140,10 @@ static int init_quietly(void)
 static int set_conf(const struct run_opts *o, const char *prog)
 {
 	const char *env = getenv("ALLOY_CONF");
-	char cfg[ALLOY_CONF_MAX_LENGTH + 1] = "";
+	char cfg[ALLOY_CONF_MAX_LENGTH + 1] = "", pid[24];
 	int nerr;
+
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 
 	/* A nested alloy run finds it first in the environment's already. */
 	if ((!env || strncmp(env, FOREIGN_LEAKS, strlen(FOREIGN_LEAKS))) &&
@@ -146,7 +153,8 @@ static int set_conf(const struct run_opts *o, const char *prog)
 	    (o->conf && *o->conf &&
 	     conf_add(cfg, sizeof(cfg), NULL, o->conf)) ||
 	    (o->report && conf_add(cfg, sizeof(cfg), "report", o->report)) ||
-	    (o->trace && conf_add(cfg, sizeof(cfg), "trace", o->trace)))
+	    (o->trace && conf_add(cfg, sizeof(cfg), "trace", o->trace)) ||
+	    conf_add(cfg, sizeof(cfg), "run_pid", pid))
 		return EXIT_USAGE;
 	if (setenv("ALLOY_CONF", cfg, 1)) {
 		perror("alloy run: setenv");

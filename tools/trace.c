@@ -54,10 +54,12 @@ struct reader {
 
 /*
  * What a second header or data after the end mostly mean: the processes
- * of one `alloy run` (a compiler driver, a shell pipeline) all wrote the
- * one path they were given.
+ * of a program (a compiler driver, a shell pipeline) all wrote the one
+ * path they were given, as they do with ALLOY_CONF alone (alloy run gives
+ * each but the program PATH.PID).
  */
-#define SHARED_HINT "a trace path with %p gives each process its own file"
+#define SHARED_HINT \
+	"a trace path with %p, or alloy run, gives each process its own file"
 
 static int fail(struct reader *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
