@@ -127,8 +127,12 @@ static inline char *block_in(char *raw, size_t align)
 			~(uintptr_t)(align - 1));
 }
 
-/* A block of size bytes at align, carved from glibc (see above). */
-static void *carve(size_t size, size_t align, bool zero)
+/*
+ * A block of size bytes at align, carved from glibc (see above).  Out of
+ * line: the direct blocks' path then keeps no register across glibc's
+ * call and reaches it by a tail call.
+ */
+static __attribute__((noinline)) void *carve(size_t size, size_t align, bool zero)
 {
 	char *raw = libc_alloc(size + align, zero);
 	char *ptr;
@@ -215,21 +219,50 @@ static inline bool is_direct(size_t align)
 	return align <= DIRECT_ALIGN;
 }
 
-static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+/* A block of the kind size and align make it, zeroed if asked. */
+static inline void *take(size_t size, size_t align, bool zero)
+{
+	if (is_big(size, align))
+		return alloy__bigblock_alloc(size, align, zero);
+	if (is_direct(align))
+		return direct_take(size, zero);
+	return carve(size, align, zero);
+}
+
+/*
+ * A block to fill: zeroed (ALLOY_ALLOC_ZERO, zero_fill) or junk
+ * (junk_fill).  Out of line, so that default_alloc's common case reaches
+ * glibc by a tail call, without a frame kept for the fill.
+ */
+static __attribute__((noinline)) void *take_filled(size_t size, size_t align,
+						   unsigned flags)
 {
 	bool zero = (flags & ALLOY_ALLOC_ZERO) || alloy__conf.zero_fill;
-	void *p;
+	void *p = take(size, align, zero);
 
-	(void)ctx;
-	if (is_big(size, align))
-		p = alloy__bigblock_alloc(size, align, zero);
-	else if (is_direct(align))
-		p = direct_take(size, zero);
-	else
-		p = carve(size, align, zero);
-	if (unlikely(!zero && alloy__conf.junk_fill) && p)
+	if (!zero && p)
 		memset(p, ALLOY_JUNK_ALLOC, size);
 	return p;
+}
+
+/* zero_fill or junk_fill: the two adjacent flags tested in one load. */
+static inline bool conf_fills(void)
+{
+	uint16_t both;
+
+	_Static_assert(offsetof(struct alloy__conf, junk_fill) ==
+			       offsetof(struct alloy__conf, zero_fill) + 1,
+		       "the fill flags are adjacent bytes");
+	memcpy(&both, &alloy__conf.zero_fill, sizeof(both));
+	return both != 0;
+}
+
+static void *default_alloc(void *ctx, size_t size, size_t align, unsigned flags)
+{
+	(void)ctx;
+	if (unlikely((flags & ALLOY_ALLOC_ZERO) || conf_fills()))
+		return take_filled(size, align, flags);
+	return take(size, align, false);
 }
 
 static void default_free(void *ctx, void *ptr, size_t size, size_t align)

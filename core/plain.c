@@ -40,12 +40,13 @@ struct plain_hdr {
 
 _Static_assert(sizeof(struct plain_hdr) == ALLOY_PLAIN_ALIGN,
 	       "the header fills the 16 bytes before the user pointer");
-_Static_assert(ALLOY_MAX_ALLOCATORS <= 65536, "index fits 16 bits");
+_Static_assert(ALLOY_MAX_ALLOCATORS <= 65536 &&
+		       (ALLOY_MAX_ALLOCATORS & (ALLOY_MAX_ALLOCATORS - 1)) == 0,
+	       "the index fits 16 bits and masks into the table");
 
 enum { PLAIN_REPORTED = 1 };
 
 #define MIN_SHIFT 4 /* 16 */
-#define MAX_SHIFT 40
 /* The largest size: 2^62 bytes, as for DataPtrs, header and all. */
 #define PLAIN_SIZE_MAX (((size_t)1 << 62) - ALLOY_ALIGN_MAX)
 
@@ -67,14 +68,20 @@ static inline uint32_t hdr_tag(unsigned index, unsigned shift, unsigned flags)
 	return index | shift << 16 | flags << 24;
 }
 
+/*
+ * The fields of a tag, masked into range: a header that passes the check
+ * is alloy's, and the masks keep even one forged to pass it from
+ * indexing outside the table or shifting past a word - the range tests
+ * the check word makes redundant, in two instructions.
+ */
 static inline unsigned tag_index(uint32_t tag)
 {
-	return tag & 0xffff;
+	return tag & (ALLOY_MAX_ALLOCATORS - 1);
 }
 
 static inline unsigned tag_shift(uint32_t tag)
 {
-	return (tag >> 16) & 0xff;
+	return (tag >> 16) & 63;
 }
 
 static inline unsigned tag_flags(uint32_t tag)
@@ -111,10 +118,7 @@ load_hdr(const void *user)
 static inline struct alloy_allocator *owner_in(const void *user,
 					       const struct plain_hdr *h)
 {
-	if (unlikely(h->check != hdr_check(user, h->tag) ||
-		     tag_index(h->tag) >= ALLOY_MAX_ALLOCATORS ||
-		     tag_shift(h->tag) < MIN_SHIFT ||
-		     tag_shift(h->tag) > MAX_SHIFT))
+	if (unlikely(h->check != hdr_check(user, h->tag)))
 		return NULL;
 	return &alloy__allocators[tag_index(h->tag)];
 }
