@@ -56,7 +56,8 @@ alloy__pick_default(struct alloy__tls *t, size_t device_type, size_t size,
 /*
  * alloy__pick_default from any thread, one without a record too (a thread
  * whose record could not be made, or is gone at its exit): then the
- * shared window and the shared totals.  The slow paths' way in.
+ * shared window and the shared totals.  The slow paths' way in.  Clears
+ * the thread's error mark too.
  */
 ALLOY_HIDDEN struct alloy_allocator *alloy__pick_default_any(int device_type,
 							    size_t size);

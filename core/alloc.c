@@ -87,6 +87,7 @@ struct alloy_allocator *alloy__pick_default_any(int device_type, size_t size)
 		return alloy__default_of(
 			alloy__pick_default(t, device_type, size, false));
 	/* No record: the shared window and the shared totals. */
+	alloy__error_mark = 0; /* as alloy__pick_default clears a record's */
 	atomic_fetch_add(&alloy__shared_windows, 1);
 	a = alloy__default_of(atomic_load(&alloy__defaults[device_type]));
 	if (a) {
@@ -348,16 +349,11 @@ int alloy__alloc_default_settle(int device_type, size_t size, unsigned flags,
 	return alloc_default_slow(device_type, size, flags, out);
 }
 
+/* liballoy 1.0's header entry: the header's inline wrapper, out of line. */
 int alloy__alloc_default_checked(int device_type, size_t size,
 				 struct alloy_data_ptr *out, unsigned flags)
 {
-	void *p = alloy__alloc_default_fast(device_type, size, out, flags);
-
-	if (likely(p)) {
-		out->ptr = p;
-		return 0;
-	}
-	return alloy__alloc_default_settle(device_type, size, flags, out);
+	return alloy_alloc_default(device_type, size, flags, out);
 }
 
 int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
@@ -366,7 +362,7 @@ int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
 	if (unlikely(!out || (unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT ||
 		     size_unusual(size)))
 		return alloc_default_slow(device_type, size, flags, out);
-	return alloy__alloc_default_checked(device_type, size, out, flags);
+	return alloy_alloc_default(device_type, size, flags, out);
 }
 
 int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,

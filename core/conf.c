@@ -252,11 +252,11 @@ too_large:
 }
 
 /*
- * Whether a KEY_PATH value makes alloy open a file.  In secure-execution
- * mode the caller's environment must not choose files the program's
- * owner writes: only the standard streams stay allowed.
+ * In secure-execution mode the caller's environment must not choose
+ * files the program's owner writes: only the standard streams stay
+ * allowed (set_value, below).
  */
-static bool names_a_file(const char *text)
+bool alloy__conf_names_file(const char *text)
 {
 	return text[0] && strcmp(text, "stderr") != 0 &&
 	       strcmp(text, "stdout") != 0;
@@ -280,7 +280,7 @@ static int set_value(struct alloy__conf *c, const struct conf_key *k,
 	case KEY_PATH:
 		if (strlen(text) >= k->len)
 			goto too_long;
-		if (k->type == KEY_PATH && names_a_file(text) &&
+		if (k->type == KEY_PATH && alloy__conf_names_file(text) &&
 		    alloy__secure_mode()) {
 			/* Said once for all, by alloy__secure_report(). */
 			alloy__secure_ignored("%s", item);

@@ -87,6 +87,12 @@ ALLOY_PRIVATE void alloy__conf_add_error(struct alloy__conf *c, const char *fmt,
 ALLOY_PRIVATE void alloy__conf_report(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
+/*
+ * Whether a path value (report, log, trace) makes alloy open a file:
+ * anything but "", "stderr" and "stdout".
+ */
+ALLOY_PRIVATE bool alloy__conf_names_file(const char *text);
+
 /* Print a line on stderr about ALLOY_CONF that is not a problem. */
 ALLOY_PRIVATE void alloy__conf_notice(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));

@@ -202,19 +202,17 @@ static void *plain_slow(int device_type, size_t size, size_t align,
 
 /*
  * Allocate from a, on which size bytes are already counted: the
- * allocator's block is size + off bytes aligned to off.  error_mark is
- * the thread's, cleared here; NULL when alloy__pick_default cleared it.
+ * allocator's block is size + off bytes aligned to off.  The thread's
+ * error mark was cleared since (alloy__pick_default clears it).
  */
 static inline __attribute__((always_inline)) void *
-alloc_from(struct alloy_allocator *a, unsigned *error_mark, int device_type,
+alloc_from(struct alloy_allocator *a, int device_type,
 	   size_t size, unsigned shift, unsigned flags, const char *func)
 {
 	size_t off = (size_t)1 << shift;
 	bool explained;
 	void *base;
 
-	if (error_mark)
-		*error_mark = 0;
 	base = a->ops.alloc(a->ctx, size + off, off, flags);
 	if (likely(base)) {
 		void *user = finish(a, base, size, shift, 0);
@@ -225,7 +223,7 @@ alloc_from(struct alloy_allocator *a, unsigned *error_mark, int device_type,
 	}
 	if (unlikely(a == &alloy__no_default)) /* see plain_alloc */
 		return plain_slow(device_type, size, off, flags, func);
-	explained = *(error_mark ? error_mark : alloy__error_mark_of()) != 0;
+	explained = *alloy__error_mark_of() != 0;
 	alloy__uncount_alloc(a, size);
 	return fail(
 		ENOMEM, func,
@@ -252,13 +250,13 @@ static void *alloc_on(struct alloy_allocator *a, size_t size, unsigned shift,
 	alloy__window_open(t);
 	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
 	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
-	alloy__window_close(t);
+	alloy__window_close_clear_mark(t);
 	if (atomic_load_explicit(&a->state, memory_order_relaxed) !=
 	    ALLOC_LIVE) {
 		alloy__uncount_alloc(a, size);
 		return NULL;
 	}
-	return alloc_from(a, alloy__error_mark_of(), a->ops.device_type, size,
+	return alloc_from(a, a->ops.device_type, size,
 			  shift, 0, func);
 }
 
@@ -308,7 +306,7 @@ static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
 			ENODEV, func,
 			"no default allocator for %s (is its module loaded?)",
 			alloy_device_type_name(device_type));
-	return alloc_from(a, alloy__error_mark_of(), device_type, size,
+	return alloc_from(a, device_type, size,
 			  shift_of(align), flags, func);
 }
 
@@ -330,7 +328,7 @@ plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 		return plain_slow(device_type, size, align, flags, func);
 	/* No default: alloy__no_default fails in alloc_from, which goes slow. */
 	a = alloy__pick_default(t, device_type, size, true);
-	return alloc_from(a, NULL, device_type, size,
+	return alloc_from(a, device_type, size,
 			  shift_of(align), flags, func);
 }
 

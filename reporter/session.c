@@ -66,30 +66,31 @@ static bool has_pid(const char *path)
 	return false;
 }
 
-static bool names_std(const char *path)
-{
-	return !strcmp(path, "stderr") || !strcmp(path, "stdout");
-}
-
 /*
- * Whether this process writes path to a file of its own: %p in it, or
- * alloy run named another process as the one that keeps the paths as
- * given (run_pid), so that the processes a program starts neither
- * truncate its report nor mix their events into its trace.
+ * alloy run named another process as the one that keeps the file paths
+ * as given (run_pid): this one adds .PID, so that the processes a
+ * program starts neither truncate its report nor mix events into its
+ * trace.
  */
-static bool own_file(const char *path)
+static bool adds_pid(const char *path)
 {
 	uint64_t top = alloy__conf.run_pid;
 
-	return has_pid(path) ||
-	       (top && top != (uint64_t)getpid() && !names_std(path));
+	return top && top != (uint64_t)getpid() &&
+	       alloy__conf_names_file(path);
+}
+
+/* Whether this process writes path to a file of its own. */
+static bool own_file(const char *path)
+{
+	return has_pid(path) || adds_pid(path);
 }
 
 bool alloy__rep_expand_path(char *out, size_t len, const char *path)
 {
 	char pid[24];
 	size_t n = 0;
-	bool suffix = !has_pid(path) && own_file(path);
+	bool suffix = !has_pid(path) && adds_pid(path);
 
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 	for (const char *p = path; *p; p++) {
@@ -207,7 +208,7 @@ static bool report_open(const char *where)
 			     where);
 		return false;
 	}
-	if (names_std(where)) {
+	if (!alloy__conf_names_file(where)) {
 		X.report_fd = alloy__rep_std_fd(where);
 		X.report_own = false;
 		return true;
@@ -268,7 +269,7 @@ void alloy__rep_session_forked(void)
 	}
 	if (atomic_load(&alloy__rep_logging)) {
 		alloy__stream_drop(&alloy__rep_log);
-		if (!own_file(c->log) || names_std(c->log))
+		if (!own_file(c->log)) /* stderr and stdout are never one */
 			atomic_store(&alloy__rep_logging, false);
 	}
 	if (X.report_own && X.report_fd >= 0)

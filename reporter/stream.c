@@ -54,7 +54,7 @@ int alloy__stream_open(struct rep_stream *s, const char *what,
 				  "path \"%s\" is too long", where);
 		goto out_unlock;
 	}
-	if (!strcmp(where, "stderr") || !strcmp(where, "stdout")) {
+	if (!alloy__conf_names_file(where)) {
 		s->fd = alloy__rep_std_fd(where);
 		s->line_flush = true;
 	} else {
