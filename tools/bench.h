@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct bench_opts {
@@ -89,6 +90,12 @@ double bench_median(double *v, size_t n);
 
 /* The smallest and largest of v[0..n) (n > 0), NANs left out. */
 void bench_range(const double *v, size_t n, double *lo, double *hi);
+
+/*
+ * Write a C translation unit of `functions` functions to f, the same text
+ * every time (tools/bench_csource.c): the compiler workload's input.
+ */
+void bench_write_c_source(FILE *f, unsigned functions);
 
 /* Make "default" the CPU default allocator (tools/bench_core.c): 0 or -1. */
 int bench_use_default(void);

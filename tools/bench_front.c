@@ -4,23 +4,25 @@
  * costs a real program, and the plain-pointer pair against the DataPtr
  * pair.
  *
- * The workload is CPython (Debian's /usr/bin/python3) encoding and
+ * Two workloads.  CPython (Debian's /usr/bin/python3) encoding and
  * decoding a JSON document of 12,000 small records a number of times,
  * with PYTHONMALLOC=malloc so that every object Python makes is a malloc
  * and a free: some 400,000 pairs a round, of 16 bytes to a few KiB, and
- * realloc of the growing output, a malloc-bound program that still does
- * real work.  Six
- * ways of running it, in the same run, the order rotating each round:
+ * realloc of the growing output - a stress case, a program that does
+ * little but allocate.  And gcc -O2 compiling a generated C file
+ * (tools/bench_csource.c): a real program with real work between its
+ * allocations.  Six ways of running each, in the same run, the order
+ * rotating each round:
  *
- *   python3                                  glibc's malloc, no front
- *   alloy run -- python3                     the front on "default"
- *   alloy run --report /dev/null -- python3  ... with the reporter on
- *   alloy run --conf backtrace:1 --report /dev/null -- python3
+ *   PROG                                     glibc's malloc, no front
+ *   alloy run -- PROG                        the front on "default"
+ *   alloy run --report /dev/null -- PROG     ... with the reporter on
+ *   alloy run --conf backtrace:1 --report /dev/null -- PROG
  *                                            ... and a call stack for
  *                                            every allocation (the
  *                                            profiler's figure)
- *   LD_PRELOAD=libjemalloc.so.2 python3      jemalloc as the malloc
- *   alloy run --conf cpu:jemalloc -- python3 the front on "jemalloc"
+ *   LD_PRELOAD=libjemalloc.so.2 PROG         jemalloc as the malloc
+ *   alloy run --conf cpu:jemalloc -- PROG    the front on "jemalloc"
  *
  * Each round's figure is the child's CPU time (user + system, from
  * wait4), which other processes' load moves less than the wall clock;
@@ -66,6 +68,85 @@ static const char workload_py[] =
 	"print(len(s))\n";
 
 /*
+ * The second workload: gcc compiling a generated translation unit
+ * (tools/bench_csource.c) at -O2, the driver, cc1 and the assembler each
+ * under the front.  A compiler is a classic allocator benchmark: its
+ * trees, tables and pass-local vectors are malloc'd and freed in bursts,
+ * with real work between them (about one allocation per 4,000
+ * instructions, where the JSON workload makes one per 1,000).
+ */
+#define GCC		"/usr/bin/gcc"
+#define GCC_FUNCTIONS	48
+
+/* What one run of a workload is for: its repetitions differ. */
+enum phase { TIMED, QUICK, CALLGRIND };
+
+struct workload {
+	const char *name;	/* in figures: "Python JSON", ... */
+	const char *prog;	/* an absolute path: skipped when missing */
+	/* Arguments after prog for a phase, NULL-terminated; returns n. */
+	int (*args)(const struct workload *wl, enum phase ph,
+		    const char **argv);
+	const char *env_name, *env_value; /* set in the child, or NULL */
+	char source[64];		  /* gcc: the generated file */
+};
+
+static int json_args(const struct workload *wl, enum phase ph,
+		     const char **argv)
+{
+	static const char *const reps[] = {
+		[TIMED] = "12", [QUICK] = "1", [CALLGRIND] = "2"
+	};
+
+	(void)wl;
+	argv[0] = "-c";
+	argv[1] = workload_py;
+	argv[2] = reps[ph];
+	argv[3] = NULL;
+	return 3;
+}
+
+static int gcc_args(const struct workload *wl, enum phase ph,
+		    const char **argv)
+{
+	static const char *const fixed[] = { "-O2", "-c", NULL, "-o",
+					     "/dev/null" };
+	int n = 0;
+
+	(void)ph;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		argv[n++] = fixed[i] ? fixed[i] : wl->source;
+	argv[n] = NULL;
+	return n;
+}
+
+/* Write the compiler's input; false (with a note) when it cannot. */
+static bool gcc_prepare(struct workload *wl)
+{
+	int fd;
+	FILE *f;
+
+	snprintf(wl->source, sizeof(wl->source),
+		 "/tmp/alloy-bench-front-XXXXXX.c");
+	fd = mkstemps(wl->source, 2);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		if (fd >= 0)
+			close(fd);
+		bench_note("skipped: the gcc workload (%s: %s)", wl->source,
+			   strerror(errno));
+		return false;
+	}
+	bench_write_c_source(f, GCC_FUNCTIONS);
+	if (fclose(f)) {
+		bench_note("skipped: the gcc workload (writing %s: %s)",
+			   wl->source, strerror(errno));
+		unlink(wl->source);
+		return false;
+	}
+	return true;
+}
+
+/*
  * The jemalloc ways come last: without a jemalloc module only the first
  * four run.  REPORT and STACKS are the profiler's figure under alloy run
  * (the reporter on, then with a call stack per allocation) against FRONT,
@@ -74,7 +155,7 @@ static const char workload_py[] =
 enum way { NO_FRONT, FRONT, REPORT, STACKS, JEMALLOC, FRONT_JEMALLOC };
 
 static const char *const way_name[NWAYS] = {
-	[NO_FRONT] = "python3 (glibc malloc)",
+	[NO_FRONT] = "no front (glibc malloc)",
 	[FRONT] = "alloy run (default)",
 	[REPORT] = "alloy run --report /dev/null",
 	[STACKS] = "alloy run --conf backtrace:1 --report /dev/null",
@@ -87,9 +168,9 @@ static bool under_front(enum way w)
 	return w != NO_FRONT && w != JEMALLOC;
 }
 
-/* argv for one way: [prefix...] python3 -c WORK N. */
-static int way_argv(enum way w, const char *self, const char *reps,
-		    const char **argv)
+/* argv for one way: [prefix...] PROG ARGS. */
+static int way_argv(const struct workload *wl, enum way w, const char *self,
+		    enum phase ph, const char **argv)
 {
 	int n = 0;
 
@@ -106,12 +187,8 @@ static int way_argv(enum way w, const char *self, const char *reps,
 		}
 		argv[n++] = "--";
 	}
-	argv[n++] = PYTHON;
-	argv[n++] = "-c";
-	argv[n++] = workload_py;
-	argv[n++] = reps;
-	argv[n] = NULL;
-	return n;
+	argv[n++] = wl->prog;
+	return n + wl->args(wl, ph, argv + n);
 }
 
 /*
@@ -119,7 +196,8 @@ static int way_argv(enum way w, const char *self, const char *reps,
  * environment, output to /dev/null (or log for callgrind's);
  * CPU seconds, or -1 when it failed.
  */
-static double run_way(enum way w, const char *const *argv, const char *log)
+static double run_way(const struct workload *wl, enum way w,
+		      const char *const *argv, const char *log)
 {
 	struct rusage ru;
 	int status;
@@ -137,7 +215,8 @@ static double run_way(enum way w, const char *const *argv, const char *log)
 			_exit(126);
 		unsetenv("ALLOY_CONF");
 		unsetenv("LD_PRELOAD");
-		setenv("PYTHONMALLOC", "malloc", 1);
+		if (wl->env_name)
+			setenv(wl->env_name, wl->env_value, 1);
 		if (w == JEMALLOC)
 			setenv("LD_PRELOAD", "libjemalloc.so.2", 1);
 		execv(argv[0], (char *const *)argv);
@@ -151,7 +230,8 @@ static double run_way(enum way w, const char *const *argv, const char *log)
 }
 
 /* Instructions of one run under callgrind, every exec'd image summed. */
-static double instructions(enum way w, const char *self)
+static double instructions(const struct workload *wl, enum way w,
+			   const char *self)
 {
 	const char *argv[24];
 	char log[] = "/tmp/alloy-bench-front-XXXXXX";
@@ -167,8 +247,8 @@ static double instructions(enum way w, const char *self)
 	argv[n++] = "--tool=callgrind";
 	argv[n++] = "--trace-children=yes";
 	argv[n++] = "--callgrind-out-file=/dev/null";
-	way_argv(w, self, "2", argv + n);
-	if (run_way(w, argv, log) >= 0 && (f = fopen(log, "r"))) {
+	way_argv(wl, w, self, CALLGRIND, argv + n);
+	if (run_way(wl, w, argv, log) >= 0 && (f = fopen(log, "r"))) {
 		total = 0;
 		while (fgets(line, sizeof(line), f)) {
 			const char *c = strstr(line, "Collected : ");
@@ -182,22 +262,38 @@ static double instructions(enum way w, const char *self)
 	return total > 0 ? total : -1;
 }
 
-static void ratio(const char *what, double base, double way, double goal)
+/* "throughput WORKLOAD: WHAT", WORKLOAD's median over way's. */
+static void ratio(const struct workload *wl, const char *what, double base,
+		  double way, double goal)
 {
-	char metric[96];
+	char metric[128];
 
-	snprintf(metric, sizeof(metric), "throughput %s", what);
+	snprintf(metric, sizeof(metric), "throughput %s: %s", wl->name, what);
 	bench_result(GROUP, metric, base / way, "x",
 		     goal > 0 ? GOAL_AT_LEAST : GOAL_NONE, goal);
 }
 
-/* A summary row: throughput of way w against base, >= goal. */
-static void summarise(enum way w, enum way base, const double *med,
-		      const double *ins, const char *figure, double goal)
+/* "instructions WORKLOAD: WHAT", way's count over base's. */
+static void instr_ratio(const struct workload *wl, const char *what,
+			double base, double way)
 {
-	char measured[32], instr[96] = "n/a", want[16];
+	char metric[128];
+
+	snprintf(metric, sizeof(metric), "instructions %s: %s", wl->name,
+		 what);
+	bench_result(GROUP, metric, way / base, "x", GOAL_NONE, 0);
+}
+
+/* A summary row: throughput of way w against base, >= goal. */
+static void summarise(const struct workload *wl, enum way w, enum way base,
+		      const double *med, const double *ins, const char *what,
+		      double goal)
+{
+	char figure[160], measured[32], instr[96] = "n/a", want[16];
 	double r = med[base] / med[w];
 
+	snprintf(figure, sizeof(figure), "%s, %s (throughput)", what,
+		 wl->name);
 	snprintf(measured, sizeof(measured), "%.2f", r);
 	if (!isnan(ins[w]) && !isnan(ins[base]))
 		snprintf(instr, sizeof(instr), "%.3g / %.3g (%.3fx)", ins[w],
@@ -206,31 +302,34 @@ static void summarise(enum way w, enum way base, const double *med,
 	bench_summary(figure, want, measured, instr, bench_verdict(r >= goal));
 }
 
-static int workload(const struct bench_opts *opts, bool jemalloc)
+/* Each way once under callgrind; NAN everywhere when one fails. */
+static void count_ways(const struct workload *wl, const char *self,
+		       int nways, bool stacks, double *ins)
 {
-	const char *argv[16];
-	char self[4096];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	const char *reps = opts->quick ? "1" : "12";
+	for (int w = 0; w < nways; w++)
+		ins[w] = w == STACKS && !stacks
+				 ? NAN
+				 : instructions(wl, (enum way)w, self);
+	for (int w = 0; w < nways; w++)
+		if (ins[w] < 0) {
+			bench_note("skipped: instruction counts of %s "
+				   "(callgrind failed: %s)",
+				   wl->name, way_name[w]);
+			for (int k = 0; k < nways; k++)
+				ins[k] = NAN;
+			return;
+		}
+}
+
+static int workload(const struct bench_opts *opts,
+		    const struct workload *wl, const char *self,
+		    bool jemalloc, bool stacks)
+{
+	const char *argv[24];
 	double t[NWAYS][ROUNDS], med[NWAYS], ins[NWAYS];
 	int rounds = opts->quick ? 1 : ROUNDS, nways = jemalloc ? NWAYS : 4;
-	char metric[96];
-	/* Asked here, turned off again at once: this process records none. */
-	bool stacks = alloy_reporter_set_backtrace(true) == 0;
+	char metric[160];
 
-	alloy_reporter_set_backtrace(false);
-	if (!stacks)
-		bench_note("skipped: the call-stack way (%s)",
-			   alloy_last_error());
-
-	if (access(PYTHON, X_OK)) {
-		bench_note("skipped: the workload needs %s", PYTHON);
-		return 0;
-	}
-	/* A path valgrind can exec too, unlike /proc/self/exe. */
-	if (len <= 0)
-		return 1;
-	self[len] = '\0';
 	for (int r = 0; r < rounds; r++)
 		for (int k = 0; k < nways; k++) {
 			enum way w = (enum way)((k + r) % nways);
@@ -238,12 +337,13 @@ static int workload(const struct bench_opts *opts, bool jemalloc)
 			t[w][r] = 0;
 			if (w == STACKS && !stacks)
 				continue;
-			way_argv(w, self, reps, argv);
-			t[w][r] = run_way(w, argv, NULL);
+			way_argv(wl, w, self, opts->quick ? QUICK : TIMED,
+				 argv);
+			t[w][r] = run_way(wl, w, argv, NULL);
 			if (t[w][r] < 0) {
 				fprintf(stderr,
-					"alloy bench front: the workload failed: %s\n",
-					way_name[w]);
+					"alloy bench front: the %s workload failed: %s\n",
+					wl->name, way_name[w]);
 				return 1;
 			}
 		}
@@ -251,63 +351,84 @@ static int workload(const struct bench_opts *opts, bool jemalloc)
 		if (w == STACKS && !stacks)
 			continue;
 		med[w] = bench_median(t[w], (size_t)rounds);
-		snprintf(metric, sizeof(metric), "CPU time, %s", way_name[w]);
+		snprintf(metric, sizeof(metric), "CPU time, %s, %s", wl->name,
+			 way_name[w]);
 		bench_result(GROUP, metric, med[w], "s", GOAL_NONE, 0);
 	}
-	ratio("alloy run / no front", med[NO_FRONT], med[FRONT], 0.90);
-	ratio("alloy run, reporter on / off", med[FRONT], med[REPORT], 0);
+	ratio(wl, "alloy run / no front", med[NO_FRONT], med[FRONT], 0.90);
+	ratio(wl, "alloy run, reporter on / off", med[FRONT], med[REPORT], 0);
 	if (stacks)
-		ratio("alloy run, call stacks / reporter off", med[FRONT],
+		ratio(wl, "alloy run, call stacks / reporter off", med[FRONT],
 		      med[STACKS], 0.50);
 	if (jemalloc)
-		ratio("alloy run cpu:jemalloc / LD_PRELOAD jemalloc",
+		ratio(wl, "alloy run cpu:jemalloc / LD_PRELOAD jemalloc",
 		      med[JEMALLOC], med[FRONT_JEMALLOC], 0.90);
 	for (int w = 0; w < nways; w++)
 		ins[w] = NAN;
-	if (!opts->quick && !access("/usr/bin/valgrind", X_OK)) {
-		for (int w = 0; w < nways; w++)
-			ins[w] = w == STACKS && !stacks
-					 ? NAN
-					 : instructions((enum way)w, self);
-		for (int w = 0; w < nways; w++)
-			if (ins[w] < 0) {
-				bench_note(
-					"skipped: instruction counts (callgrind failed: %s)",
-					way_name[w]);
-				for (int k = 0; k < nways; k++)
-					ins[k] = NAN;
-				break;
-			}
-	}
+	if (!opts->quick && !access("/usr/bin/valgrind", X_OK))
+		count_ways(wl, self, nways, stacks, ins);
 	if (!isnan(ins[FRONT])) {
-		bench_result(GROUP, "instructions alloy run / no front",
-			     ins[FRONT] / ins[NO_FRONT], "x", GOAL_NONE, 0);
-		bench_result(GROUP,
-			     "instructions alloy run, reporter on / off",
-			     ins[REPORT] / ins[FRONT], "x", GOAL_NONE, 0);
+		instr_ratio(wl, "alloy run / no front", ins[NO_FRONT],
+			    ins[FRONT]);
+		instr_ratio(wl, "alloy run, reporter on / off", ins[FRONT],
+			    ins[REPORT]);
 		if (stacks)
-			bench_result(
-				GROUP,
-				"instructions alloy run, call stacks / off",
-				ins[STACKS] / ins[FRONT], "x", GOAL_NONE, 0);
+			instr_ratio(wl, "alloy run, call stacks / off",
+				    ins[FRONT], ins[STACKS]);
+		if (jemalloc)
+			instr_ratio(wl, "alloy run cpu:jemalloc / jemalloc",
+				    ins[JEMALLOC], ins[FRONT_JEMALLOC]);
 	}
-	if (jemalloc && !isnan(ins[FRONT_JEMALLOC]))
-		bench_result(
-			GROUP, "instructions alloy run cpu:jemalloc / jemalloc",
-			ins[FRONT_JEMALLOC] / ins[JEMALLOC], "x", GOAL_NONE, 0);
-	summarise(FRONT, NO_FRONT, med, ins,
-		  "alloy run / no front, Python JSON (throughput)", 0.90);
+	summarise(wl, FRONT, NO_FRONT, med, ins, "alloy run / no front", 0.90);
 	if (stacks)
-		summarise(
-			STACKS, FRONT, med, ins,
-			"alloy run with call stacks / reporter off, Python JSON (throughput)",
-			0.50);
+		summarise(wl, STACKS, FRONT, med, ins,
+			  "alloy run with call stacks / reporter off", 0.50);
 	if (jemalloc)
-		summarise(
-			FRONT_JEMALLOC, JEMALLOC, med, ins,
-			"alloy run cpu:jemalloc / LD_PRELOAD jemalloc (throughput)",
-			0.90);
+		summarise(wl, FRONT_JEMALLOC, JEMALLOC, med, ins,
+			  "alloy run cpu:jemalloc / LD_PRELOAD jemalloc", 0.90);
 	return 0;
+}
+
+/* Both workloads; one whose program is missing is skipped, said so. */
+static int workloads(const struct bench_opts *opts, bool jemalloc)
+{
+	struct workload python = {
+		.name = "Python JSON",
+		.prog = PYTHON,
+		.args = json_args,
+		.env_name = "PYTHONMALLOC",
+		.env_value = "malloc",
+	};
+	struct workload gcc = {
+		.name = "gcc -O2",
+		.prog = GCC,
+		.args = gcc_args,
+	};
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	/* Asked here, turned off again at once: this process records none. */
+	bool stacks = alloy_reporter_set_backtrace(true) == 0;
+	int rc = 0;
+
+	alloy_reporter_set_backtrace(false);
+	if (!stacks)
+		bench_note("skipped: the call-stack way (%s)",
+			   alloy_last_error());
+	/* A path valgrind can exec too, unlike /proc/self/exe. */
+	if (len <= 0)
+		return 1;
+	self[len] = '\0';
+	if (access(PYTHON, X_OK))
+		bench_note("skipped: the Python workload needs %s", PYTHON);
+	else
+		rc = workload(opts, &python, self, jemalloc, stacks);
+	if (access(GCC, X_OK))
+		bench_note("skipped: the gcc workload needs %s", GCC);
+	else if (!rc && gcc_prepare(&gcc)) {
+		rc = workload(opts, &gcc, self, jemalloc, stacks);
+		unlink(gcc.source);
+	}
+	return rc;
 }
 
 /* ---- the plain-pointer pair against the DataPtr pair ------------------ */
@@ -439,12 +560,12 @@ static int run_front(const struct bench_opts *opts)
 	je = alloy_request_allocator("jemalloc");
 	if (!je)
 		bench_note("skipped: the jemalloc ways (no jemalloc module)");
-	return pairs(opts) || workload(opts, je != NULL);
+	return pairs(opts) || workloads(opts, je != NULL);
 }
 
 const struct bench bench_front = {
 	.name = "front",
-	.help = "the LD_PRELOAD front on a malloc-bound Python workload, and the plain-pointer pair",
+	.help = "the LD_PRELOAD front on a malloc-bound Python workload and on gcc, and the plain-pointer pair",
 	.run = run_front,
 	.callgrind_child = front_callgrind_child,
 };
