@@ -154,4 +154,10 @@ check "the program's exit status is alloy run's" '[ "$rc" = 5 ]'
 rc=$(run run -- sh -c 'echo "$LD_PRELOAD"')
 check "the front is first in LD_PRELOAD" 'grep -q "liballoy_preload.so" "$out"'
 
+# ---- the bench: both workloads run under every way (figures, no verdict)
+
+rc=$(run bench --quick --json front)
+check "bench front runs both workloads" \
+	'[ "$rc" = 0 ] && grep -q "\"metric\": \"throughput Python JSON: alloy run / no front\"" "$out" && grep -q "\"metric\": \"throughput gcc -O2: alloy run / no front\"" "$out"'
+
 clitest_done front
