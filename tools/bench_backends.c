@@ -5,15 +5,17 @@
  * vs jemalloc vs mimalloc on a larson-style multi-threaded workload.
  *
  * Module vs raw, per size (64 B, 4 KiB .. 1 MiB): alloc+free pairs of one
- * size three ways - the library's own fastest calls (mi_malloc + mi_free;
- * mallocx + sdallocx with flags 0), the module's ops called directly, and
- * the module through alloy_alloc + alloy_data_ptr_free at 64-byte
- * alignment - in many short chunks alternating between the ways, each
- * keeping its median chunk (as bench core does).  The ratio is raw time /
- * module time: the module's throughput relative to the library's own
- * API.  The ops line splits the gap into what the module costs and what
- * alloy's allocation path adds (bench core's subject).  Instructions per
- * pair of the three come from callgrind (tools/callgrind.c).
+ * size four ways - the library's own fastest calls (mi_malloc + mi_free;
+ * mallocx + sdallocx with flags 0), the module's ops called directly, the
+ * module through alloy_alloc + alloy_data_ptr_free at 64-byte alignment,
+ * and the module as the CPU default through alloy_alloc_default (the
+ * path of a program run with ALLOY_CONF=cpu:NAME) - in many short chunks
+ * alternating between the ways, each keeping its median chunk (as bench
+ * core does).  The ratio is raw time / module time: the module's
+ * throughput relative to the library's own API.  The ops line splits the
+ * gap into what the module costs and what alloy's allocation path adds
+ * (bench core's subject).  Instructions per pair of the four come from
+ * callgrind (tools/callgrind.c).
  *
  * Larson-style: each thread owns a set of slots and replaces a random
  * slot's block with one of a random size, round after round; between
@@ -60,6 +62,23 @@ static double module_round(const void *arg, size_t size, long iters)
 		alloy_data_ptr_free(&dp);
 	}
 	return (bench_now_ns() - t0) / (double)iters;
+}
+
+/*
+ * The module as the CPU default: the default path (bench core's framework
+ * count) and the configured alignment, as after ALLOY_CONF=cpu:NAME.  The
+ * default is set before the clock starts and put back after it stops.
+ */
+static double default_round(const void *arg, size_t size, long iters)
+{
+	struct alloy_allocator *a = (struct alloy_allocator *)arg;
+	struct alloy_allocator *was = alloy_get_default(ALLOY_DEVICE_CPU);
+	double t;
+
+	if (alloy_set_default(ALLOY_DEVICE_CPU, a))
+		return -1;
+	t = bench_default_round(NULL, size, iters);
+	return alloy_set_default(ALLOY_DEVICE_CPU, was) ? -1 : t;
 }
 
 /* The module's own ops called directly: what the module adds to raw. */
@@ -144,12 +163,13 @@ static void find_raw_calls(void)
 
 /* ---- instruction counts: raw, ops, module per backend and size ------ */
 
-enum { WAY_RAW, WAY_OPS, WAY_MODULE, NWAYS };
+enum { WAY_RAW, WAY_OPS, WAY_MODULE, WAY_DEFAULT, NWAYS };
 #define NCASES	      (NBACKENDS * NSIZES * NWAYS)
 #define CASE(b, s, w) (((b)*NSIZES + (s)) * NWAYS + (w))
 
 /* The label says the way: these very strings. */
-static const char *const way_names[NWAYS] = { "raw", "ops", "module" };
+static const char *const way_names[NWAYS] = { "raw", "ops", "module",
+					     "as default" };
 
 static void cg_way(const struct bench_cg_case *c, long pairs)
 {
@@ -162,8 +182,10 @@ static void cg_way(const struct bench_cg_case *c, long pairs)
 		b->raw(NULL, c->size, pairs);
 	else if (c->label == way_names[WAY_OPS])
 		ops_round(a, c->size, pairs);
-	else
+	else if (c->label == way_names[WAY_MODULE])
 		module_round(a, c->size, pairs);
+	else
+		default_round(a, c->size, pairs);
 }
 
 static struct bench_cg_case cases[NCASES];
@@ -194,18 +216,24 @@ static int backends_callgrind_child(void)
 /* ---- module vs raw: the figures --------------------------------------- */
 
 /*
- * Throughput ratios raw/module per size of one backend, and raw/ops (the
- * module's own ops called directly); NAN if skipped.
+ * Throughput ratios raw/way per way and size of one backend (ratio[w][s];
+ * WAY_RAW's is 1); NAN if skipped.
  */
 static int module_vs_raw(const struct bench_opts *opts, size_t bi,
-			 const double *ins, double *ratio, double *ops_ratio)
+			 const double *ins, double ratio[NWAYS][NSIZES])
 {
+	static const char *const what[NWAYS] = {
+		[WAY_OPS] = "module ops directly",
+		[WAY_MODULE] = "module through alloy_alloc",
+		[WAY_DEFAULT] = "module as the CPU default",
+	};
 	const struct backend *b = &backends[bi];
 	struct alloy_allocator *a = alloy_request_allocator(b->name);
 	char metric[128];
 
-	for (size_t s = 0; s < NSIZES; s++)
-		ratio[s] = ops_ratio[s] = NAN;
+	for (int w = 0; w < NWAYS; w++)
+		for (size_t s = 0; s < NSIZES; s++)
+			ratio[w][s] = NAN;
 	if (!a || !b->raw) {
 		bench_note("%s: skipped: %s", b->name,
 			   a ? "alloy was built without it"
@@ -221,29 +249,30 @@ static int module_vs_raw(const struct bench_opts *opts, size_t bi,
 			[WAY_RAW] = { b->raw, NULL },
 			[WAY_OPS] = { ops_round, a },
 			[WAY_MODULE] = { module_round, a },
+			[WAY_DEFAULT] = { default_round, a },
 		};
-		double med[NWAYS], mr, mm, mo;
+		double med[NWAYS];
 
 		if (bench_side_by_side(ways, NWAYS, sz, iters, CHUNKS, med))
 			return -1;
-		mr = med[WAY_RAW];
-		mo = med[WAY_OPS];
-		mm = med[WAY_MODULE];
-		ratio[s] = mr / mm;
-		ops_ratio[s] = mr / mo;
 		snprintf(metric, sizeof(metric), "%s %zu B raw %s", b->name, sz,
 			 b->raw_name);
-		bench_result("backends", metric, mr, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric), "%s %zu B module ops directly",
-			 b->name, sz);
-		bench_result("backends", metric, mo, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric),
-			 "%s %zu B module through alloy_alloc", b->name, sz);
-		bench_result("backends", metric, mm, "ns/pair", GOAL_NONE, 0);
-		snprintf(metric, sizeof(metric),
-			 "%s %zu B module/raw throughput", b->name, sz);
-		bench_result("backends", metric, ratio[s], "x", GOAL_AT_LEAST,
-			     sz == 64 ? 0.75 : 0.95);
+		bench_result("backends", metric, med[WAY_RAW], "ns/pair",
+			     GOAL_NONE, 0);
+		for (int w = WAY_OPS; w < NWAYS; w++) {
+			ratio[w][s] = med[WAY_RAW] / med[w];
+			snprintf(metric, sizeof(metric), "%s %zu B %s", b->name,
+				 sz, what[w]);
+			bench_result("backends", metric, med[w], "ns/pair",
+				     GOAL_NONE, 0);
+		}
+		for (int w = WAY_MODULE; w < NWAYS; w++) {
+			snprintf(metric, sizeof(metric),
+				 "%s %zu B %s / raw throughput", b->name, sz,
+				 what[w]);
+			bench_result("backends", metric, ratio[w][s], "x",
+				     GOAL_AT_LEAST, sz == 64 ? 0.75 : 0.95);
+		}
 		for (int w = 0; w < NWAYS && !isnan(in[WAY_RAW]); w++) {
 			snprintf(metric, sizeof(metric),
 				 "%s %zu B instructions: %s", b->name, sz,
@@ -402,40 +431,49 @@ static int larson(const struct bench_opts *opts)
 	return 0;
 }
 
-/* The 64 B row of each module. */
-static void summarise_64(const double ratio[NBACKENDS][NSIZES],
+/* The 64 B rows of each module: through alloy_alloc, as the CPU default. */
+static void summarise_64(const double ratio[NBACKENDS][NWAYS][NSIZES],
 			 const double *ins)
 {
+	static const char *const path[NWAYS] = {
+		[WAY_MODULE] = "module",
+		[WAY_DEFAULT] = "module as the CPU default",
+	};
 	char figure[128], measured[32], instr[96];
 
-	for (size_t b = 0; b < NBACKENDS; b++) {
-		const double *in = &ins[CASE(b, 0, 0)];
+	for (size_t b = 0; b < NBACKENDS; b++)
+		for (int w = WAY_MODULE; w < NWAYS; w++) {
+			const double *in = &ins[CASE(b, 0, 0)];
+			double r = ratio[b][w][0];
 
-		if (isnan(ratio[b][0]))
-			continue;
-		snprintf(figure, sizeof(figure), "%s module / raw %s, 64 B",
-			 backends[b].name, backends[b].raw_name);
-		snprintf(measured, sizeof(measured), "%.2f", ratio[b][0]);
-		if (isnan(in[WAY_RAW]))
-			snprintf(instr, sizeof(instr), "n/a");
-		else
-			snprintf(instr, sizeof(instr),
-				 "module %.0f (ops %.0f), raw %.0f",
-				 in[WAY_MODULE], in[WAY_OPS], in[WAY_RAW]);
-		bench_summary(figure, ">= 0.75", measured, instr,
-			      bench_verdict(ratio[b][0] >= 0.75));
-	}
+			if (isnan(r))
+				continue;
+			snprintf(figure, sizeof(figure), "%s %s / raw %s, 64 B",
+				 backends[b].name, path[w],
+				 backends[b].raw_name);
+			snprintf(measured, sizeof(measured), "%.2f", r);
+			if (isnan(in[WAY_RAW]))
+				snprintf(instr, sizeof(instr), "n/a");
+			else
+				snprintf(instr, sizeof(instr),
+					 "%s %.0f (ops %.0f), raw %.0f",
+					 way_names[w], in[w], in[WAY_OPS],
+					 in[WAY_RAW]);
+			bench_summary(figure, ">= 0.75", measured, instr,
+				      bench_verdict(r >= 0.75));
+		}
 }
 
 /*
  * The 4 KiB - 1 MiB row of one way against raw, both backends: the
- * module through alloy (the goal), or its ops alone (what the module
- * itself adds, the rest being bench core's framework).
+ * module through alloy or as the CPU default (the goal), or its ops alone
+ * (what the module itself adds, the rest being bench core's framework).
  */
 static void summarise_large(const char *figure, int way,
-			    const double ratio[NBACKENDS][NSIZES],
+			    const double ratio[NBACKENDS][NWAYS][NSIZES],
 			    const double *ins)
 {
+	bool goal = way != WAY_OPS;
 	char measured[32], instr[192], *p = instr;
 	double lo, hi, all[NBACKENDS * (NSIZES - 1)];
 
@@ -444,7 +482,7 @@ static void summarise_large(const char *figure, int way,
 		double w[NSIZES - 1], r[NSIZES - 1], wlo, whi, rlo, rhi;
 
 		for (size_t s = 1; s < NSIZES; s++) {
-			all[b * (NSIZES - 1) + s - 1] = ratio[b][s];
+			all[b * (NSIZES - 1) + s - 1] = ratio[b][way][s];
 			w[s - 1] = ins[CASE(b, s, way)];
 			r[s - 1] = ins[CASE(b, s, WAY_RAW)];
 		}
@@ -460,15 +498,14 @@ static void summarise_large(const char *figure, int way,
 	if (isnan(lo))
 		return;
 	snprintf(measured, sizeof(measured), "%.2f - %.2f", lo, hi);
-	bench_summary(figure, way == WAY_MODULE ? ">= 0.95" : "-", measured,
+	bench_summary(figure, goal ? ">= 0.95" : "-", measured,
 		      p == instr ? "n/a" : instr,
-		      way == WAY_MODULE ? bench_verdict(lo >= 0.95)
-					: VERDICT_NO_GOAL);
+		      goal ? bench_verdict(lo >= 0.95) : VERDICT_NO_GOAL);
 }
 
 static int run_backends(const struct bench_opts *opts)
 {
-	double ins[NCASES], ratio[NBACKENDS][NSIZES], ops[NBACKENDS][NSIZES];
+	double ins[NCASES], ratio[NBACKENDS][NWAYS][NSIZES];
 
 	find_raw_calls();
 	for (size_t b = 0; b < NBACKENDS; b++)
@@ -476,14 +513,16 @@ static int run_backends(const struct bench_opts *opts)
 	make_cases();
 	bench_instructions(opts, "backends", cases, NCASES, ins);
 	for (size_t b = 0; b < NBACKENDS; b++)
-		if (module_vs_raw(opts, b, ins, ratio[b], ops[b]))
+		if (module_vs_raw(opts, b, ins, ratio[b]))
 			return -1;
 	summarise_64(ratio, ins);
 	summarise_large("both modules / raw, 4 KiB - 1 MiB", WAY_MODULE, ratio,
 			ins);
+	summarise_large("both modules as the CPU default / raw, 4 KiB - 1 MiB",
+			WAY_DEFAULT, ratio, ins);
 	summarise_large(
 		"the modules' own ops / raw, 4 KiB - 1 MiB (no framework)",
-		WAY_OPS, ops, ins);
+		WAY_OPS, ratio, ins);
 	return larson(opts);
 }
 
