@@ -70,6 +70,17 @@ check "--at that is no time is a usage error (exit 2)" '[ "$rc" = 2 ] && grep -q
 rc=$(run report "$dir/p.trace" --format svg --at peak)
 check "--at with the timeline is a usage error" '[ "$rc" = 2 ]'
 
+# ---- C++ frames: named from the symbol table, demangled ------------------
+if [ -x ./tests/profprog_cxx ]; then
+	ALLOY_CONF="trace:$dir/cxx.trace,backtrace:1" ./tests/profprog_cxx >"$out" 2>"$err"
+	check "profprog_cxx runs traced with call stacks" '[ $? = 0 ] && grep -q done "$out"'
+	rc=$(run report "$dir/cxx.trace" --at peak --format json -o "$dir/cxx.json")
+	check "C++ site at peak: 4321 bytes in alloy_test::Layer::forward(int), called from the template run<Layer>" \
+		'[ "$rc" = 0 ] && json "$dir/cxx.json" "[[f[\"function\"] for f in s[\"stack\"][:2]] for v in d[\"devices\"] for s in v[\"sites\"] if s[\"bytes\"] == 4321] == [[\"alloy_test::Layer::forward(int)\", \"void* alloy_test::run<alloy_test::Layer>(alloy_test::Layer&, int)\"]]"'
+else
+	echo "skipped: C++ frames (tests/profprog_cxx not built: no C++ demangler)"
+fi
+
 # ---- alloy demo: its workspace blobs are the owners at the peak ---------
 ALLOY_CONF="trace:$dir/demo.trace,backtrace:1" "$ALLOY" demo >"$out" 2>"$err"
 check "alloy demo runs traced with call stacks" '[ $? = 0 ]'

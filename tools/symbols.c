@@ -8,9 +8,9 @@
  * object's program headers turn into the link-time address its symbol
  * tables and debug information use.  Functions come from .symtab (or
  * .dynsym when stripped, or the .symtab of a separate debug file found
- * by build id); file and line from `addr2line`, run once per object with
- * all its addresses, when the object or its debug file has debug
- * information.  An object that cannot be read leaves its frames as raw
+ * by build id), C++ ones demangled; file and line from `addr2line`
+ * (which demangles too), run once per object with all its addresses,
+ * when the object or its debug file has debug information.  An object that cannot be read leaves its frames as raw
  * addresses and, unless told to be quiet, one line on stderr.
  *
  * Return addresses are looked up one byte back: the call instruction,
@@ -26,11 +26,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include "symbols.h"
 
 struct sym {
 	uint64_t addr, size;
 	const char *name;
+	const char *shown; /* name demangled, once it was asked for */
 };
 
 struct elf_image {
@@ -184,8 +188,11 @@ static int read_symbols(struct object *o, const struct elf_image *im,
 					return -ENOMEM;
 				o->syms = ns;
 			}
-			o->syms[o->nsyms++] =
-				(struct sym){ y->st_value, y->st_size, name };
+			o->syms[o->nsyms++] = (struct sym){
+				.addr = y->st_value,
+				.size = y->st_size,
+				.name = name,
+			};
 		}
 	}
 	return 0;
@@ -292,7 +299,7 @@ static bool vaddr_of(const struct object *o, uint64_t off, uint64_t *va)
 	return false;
 }
 
-static const char *lookup(const struct object *o, uint64_t va)
+static struct sym *lookup(const struct object *o, uint64_t va)
 {
 	size_t lo = 0, hi = o->nsyms;
 
@@ -309,7 +316,7 @@ static const char *lookup(const struct object *o, uint64_t va)
 	/* The nearest symbol at or below; a sized one must cover va. */
 	for (size_t i = lo; i-- > 0 && o->syms[i].addr == o->syms[lo - 1].addr;)
 		if (!o->syms[i].size || va < o->syms[i].addr + o->syms[i].size)
-			return o->syms[i].name;
+			return &o->syms[i];
 	return NULL;
 }
 
@@ -347,6 +354,41 @@ static const char *keep(struct symbols *s, const char *text, size_t n)
 	if (c)
 		s->strings[s->nstrings++] = c;
 	return c;
+}
+
+#ifdef HAVE_CXA_DEMANGLE
+/* libstdc++'s demangler, the C++ ABI's (declared here: this is C). */
+char *__cxa_demangle(const char *mangled, char *out, size_t *len,
+		     int *status);
+#endif
+
+/*
+ * The name a report shows for symbol y: a C++ symbol demangled
+ * ("cgraph_node::expand()", as addr2line -C gives where there is debug
+ * information), any other as it is, and as it is when the demangler is
+ * missing or refuses it.  Worked out once per symbol.
+ */
+static const char *shown_name(struct symbols *s, struct sym *y)
+{
+	if (!y)
+		return NULL;
+	if (y->shown)
+		return y->shown;
+	y->shown = y->name;
+#ifdef HAVE_CXA_DEMANGLE
+	if (!strncmp(y->name, "_Z", 2)) {
+		int status = -1;
+		char *d = __cxa_demangle(y->name, NULL, NULL, &status);
+		const char *kept = d && !status ? keep(s, d, strlen(d)) : NULL;
+
+		if (kept)
+			y->shown = kept;
+		free(d);
+	}
+#else
+	(void)s;
+#endif
+	return y->shown;
 }
 
 /* "file.c:42 (discriminator 3)" into frame f. */
@@ -532,7 +574,7 @@ void symbols_resolve(struct symbols *s, const uint32_t *stacks, size_t n)
 				object_load(s, o, m);
 			if (!o->ok || !vaddr_of(o, f->offset, &va))
 				continue;
-			f->func = lookup(o, va);
+			f->func = shown_name(s, lookup(o, va));
 			if (o->debug)
 				queue(o, id);
 		}
