@@ -217,8 +217,19 @@ struct rep_owner {
 	char label[];
 };
 
-/* The id of the calling thread's owner path, or 0 when it has none. */
-ALLOY_HIDDEN uint32_t alloy__rep_owner_id(struct alloy__tls *t);
+/* The id of owner path o (not NULL), added to the table if new. */
+ALLOY_HIDDEN uint32_t alloy__rep_owner_id_of(struct alloy__owner *o);
+
+/*
+ * The id of the calling thread's owner path, or 0 when it has none: the
+ * common case, tested here on every recorded allocation, costs no call.
+ */
+static inline uint32_t alloy__rep_owner_id(struct alloy__tls *t)
+{
+	struct alloy__owner *o = alloy__owner_of(t);
+
+	return likely(!o) ? 0 : alloy__rep_owner_id_of(o);
+}
 ALLOY_HIDDEN struct rep_owner *alloy__rep_owner(uint32_t id);
 /* Take (true) or release the table's lock, around fork. */
 ALLOY_HIDDEN void alloy__rep_owners_lock(bool lock);

@@ -90,14 +90,11 @@ out:
 	return id;
 }
 
-uint32_t alloy__rep_owner_id(struct alloy__tls *t)
+uint32_t alloy__rep_owner_id_of(struct alloy__owner *o)
 {
-	struct alloy__owner *o = alloy__owner_of(t);
 	struct label l;
 	uint32_t h, id;
 
-	if (likely(!o))
-		return 0;
 	if (o->rep_gen == o->gen)
 		return o->rep_id;
 	l.s = o->path;
