@@ -3,10 +3,10 @@
  * tests/profprog_cxx.cc - a C++ allocation site for the profiler's tests
  * (tests/test_cli_profile.sh): one block of 4321 bytes made in a member
  * function of a class in a namespace, called from a function template.
- * Linked without debug information (Makefile.am), so that `alloy report` names the
- * frames from the ELF symbol table, where C++ names are mangled: the
- * report must show them demangled, as addr2line -C does where there is
- * debug information.  Run with ALLOY_CONF=trace:...,backtrace:1.
+ * Linked without debug information (Makefile.am), so that `alloy report`
+ * names the frames from the ELF symbol table, where C++ names are
+ * mangled: the report must show them demangled, as addr2line -C does
+ * where there is debug information.  Run with ALLOY_CONF=trace:...,backtrace:1.
  */
 #include <cstdio>
 #include <alloy/malloc.h>

@@ -170,6 +170,13 @@ enum { WAY_RAW, WAY_OPS, WAY_MODULE, WAY_DEFAULT, NWAYS };
 /* The label says the way: these very strings. */
 static const char *const way_names[NWAYS] = { "raw", "ops", "module",
 					     "as default" };
+/* The same ways in the figures' words. */
+static const char *const way_what[NWAYS] = {
+	[WAY_RAW] = "raw",
+	[WAY_OPS] = "module ops directly",
+	[WAY_MODULE] = "module through alloy_alloc",
+	[WAY_DEFAULT] = "module as the CPU default",
+};
 
 static void cg_way(const struct bench_cg_case *c, long pairs)
 {
@@ -222,11 +229,6 @@ static int backends_callgrind_child(void)
 static int module_vs_raw(const struct bench_opts *opts, size_t bi,
 			 const double *ins, double ratio[NWAYS][NSIZES])
 {
-	static const char *const what[NWAYS] = {
-		[WAY_OPS] = "module ops directly",
-		[WAY_MODULE] = "module through alloy_alloc",
-		[WAY_DEFAULT] = "module as the CPU default",
-	};
 	const struct backend *b = &backends[bi];
 	struct alloy_allocator *a = alloy_request_allocator(b->name);
 	char metric[128];
@@ -262,14 +264,14 @@ static int module_vs_raw(const struct bench_opts *opts, size_t bi,
 		for (int w = WAY_OPS; w < NWAYS; w++) {
 			ratio[w][s] = med[WAY_RAW] / med[w];
 			snprintf(metric, sizeof(metric), "%s %zu B %s", b->name,
-				 sz, what[w]);
+				 sz, way_what[w]);
 			bench_result("backends", metric, med[w], "ns/pair",
 				     GOAL_NONE, 0);
 		}
 		for (int w = WAY_MODULE; w < NWAYS; w++) {
 			snprintf(metric, sizeof(metric),
 				 "%s %zu B %s / raw throughput", b->name, sz,
-				 what[w]);
+				 way_what[w]);
 			bench_result("backends", metric, ratio[w][s], "x",
 				     GOAL_AT_LEAST, sz == 64 ? 0.75 : 0.95);
 		}
@@ -435,10 +437,6 @@ static int larson(const struct bench_opts *opts)
 static void summarise_64(const double ratio[NBACKENDS][NWAYS][NSIZES],
 			 const double *ins)
 {
-	static const char *const path[NWAYS] = {
-		[WAY_MODULE] = "module",
-		[WAY_DEFAULT] = "module as the CPU default",
-	};
 	char figure[128], measured[32], instr[96];
 
 	for (size_t b = 0; b < NBACKENDS; b++)
@@ -449,7 +447,7 @@ static void summarise_64(const double ratio[NBACKENDS][NWAYS][NSIZES],
 			if (isnan(r))
 				continue;
 			snprintf(figure, sizeof(figure), "%s %s / raw %s, 64 B",
-				 backends[b].name, path[w],
+				 backends[b].name, way_what[w],
 				 backends[b].raw_name);
 			snprintf(measured, sizeof(measured), "%.2f", r);
 			if (isnan(in[WAY_RAW]))

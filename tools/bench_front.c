@@ -109,15 +109,14 @@ static int json_args(const struct workload *wl, enum phase ph,
 static int gcc_args(const struct workload *wl, enum phase ph,
 		    const char **argv)
 {
-	static const char *const fixed[] = { "-O2", "-c", NULL, "-o",
-					     "/dev/null" };
-	int n = 0;
-
 	(void)ph;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		argv[n++] = fixed[i] ? fixed[i] : wl->source;
-	argv[n] = NULL;
-	return n;
+	argv[0] = "-O2";
+	argv[1] = "-c";
+	argv[2] = wl->source;
+	argv[3] = "-o";
+	argv[4] = "/dev/null";
+	argv[5] = NULL;
+	return 5;
 }
 
 /* Write the compiler's input; false (with a note) when it cannot. */
@@ -262,26 +261,29 @@ static double instructions(const struct workload *wl, enum way w,
 	return total > 0 ? total : -1;
 }
 
-/* "throughput WORKLOAD: WHAT", WORKLOAD's median over way's. */
-static void ratio(const struct workload *wl, const char *what, double base,
-		  double way, double goal)
+/* "KIND WORKLOAD: WHAT" = value, judged against goal when it is > 0. */
+static void figure(const struct workload *wl, const char *kind,
+		   const char *what, double value, double goal)
 {
 	char metric[128];
 
-	snprintf(metric, sizeof(metric), "throughput %s: %s", wl->name, what);
-	bench_result(GROUP, metric, base / way, "x",
+	snprintf(metric, sizeof(metric), "%s %s: %s", kind, wl->name, what);
+	bench_result(GROUP, metric, value, "x",
 		     goal > 0 ? GOAL_AT_LEAST : GOAL_NONE, goal);
 }
 
-/* "instructions WORKLOAD: WHAT", way's count over base's. */
+/* Throughput of a way against base: base's median time over the way's. */
+static void ratio(const struct workload *wl, const char *what, double base,
+		  double way, double goal)
+{
+	figure(wl, "throughput", what, base / way, goal);
+}
+
+/* Instructions of a way against base's. */
 static void instr_ratio(const struct workload *wl, const char *what,
 			double base, double way)
 {
-	char metric[128];
-
-	snprintf(metric, sizeof(metric), "instructions %s: %s", wl->name,
-		 what);
-	bench_result(GROUP, metric, way / base, "x", GOAL_NONE, 0);
+	figure(wl, "instructions", what, way / base, 0);
 }
 
 /* A summary row: throughput of way w against base, >= goal. */

@@ -10,8 +10,9 @@
  * .dynsym when stripped, or the .symtab of a separate debug file found
  * by build id), C++ ones demangled; file and line from `addr2line`
  * (which demangles too), run once per object with all its addresses,
- * when the object or its debug file has debug information.  An object that cannot be read leaves its frames as raw
- * addresses and, unless told to be quiet, one line on stderr.
+ * when the object or its debug file has debug information.  An object
+ * that cannot be read leaves its frames as raw addresses and, unless
+ * told to be quiet, one line on stderr.
  *
  * Return addresses are looked up one byte back: the call instruction,
  * which may be the last of its function (a call to a noreturn function).
