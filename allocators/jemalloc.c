@@ -34,6 +34,11 @@
  * The free passes the same flags as the allocation (the rule depends on
  * size and alignment only), which sdallocx needs to find the same class.
  *
+ * Blocks of 1025 bytes to 64 KiB at alignments up to 64 go through the
+ * module's per-thread cache (allocators/modtcache.h), larger ones through
+ * its process-wide cache (allocators/modcache.h), both on the shared
+ * arena only.
+ *
  * Option jemalloc.arena:dedicated gives alloy an arena of its own, so that
  * what the stats report is alloy's memory alone even in a process whose
  * own malloc is jemalloc too.  The thread caches are bypassed then (they
@@ -55,9 +60,12 @@
 #include <alloy/plugin.h>
 
 #include "allocators/modcache.h"
+#include "allocators/modtcache.h"
 
 /* Sizes up to this have their natural alignment in the table. */
 #define TABLE_MAX 1024
+/* The thread cache starts above the table: one test for both. */
+_Static_assert(MTCACHE_MIN == TABLE_MAX + 1, "thread cache after the table");
 /* What every size above TABLE_MAX is aligned to with flags 0. */
 #define ABOVE_TABLE_NATURAL 64
 
@@ -74,11 +82,19 @@ struct je_state {
 	 */
 	size_t plain_align;
 	/*
-	 * The second: sizes 9 .. 8 + plain_span, up to where the large cache
+	 * The second: sizes 9 .. 8 + plain_span, up to where the thread cache
 	 * starts; 0 (no fast path) on a dedicated arena or without jemalloc's
 	 * own malloc.  Set with flags, by set_flags().
 	 */
 	size_t plain_span;
+	/*
+	 * Whether jemalloc's classes are the thread cache's lists from 1 KiB
+	 * to 64 KiB (so any block it made there holds its list's bytes, a
+	 * realloc'ed one too), checked at init.
+	 */
+	bool classes_are_lists;
+	/* The thread cache is used: on the shared arena, the classes right. */
+	bool thread_cache;
 };
 
 static struct je_state je;
@@ -153,15 +169,41 @@ static size_t block_bytes(const void *ptr)
 }
 
 /*
- * The large cache starts where jemalloc's thread caches end (tcache_max,
- * 32 KiB unless MALLOC_CONF says), at a power of two.
+ * The thread cache's blocks (allocators/modtcache.h), on the shared arena
+ * with flags 0: 64 is natural above 1 KiB.
+ */
+static void *make_cached(size_t bytes, bool zero);
+
+static void release_cached(void *ptr, size_t bytes)
+{
+	if (own.free)
+		own.free(ptr);
+	else
+		sdallocx(ptr, bytes, 0);
+}
+
+static bool classes_are_lists(void)
+{
+	for (size_t b = 0; b < MTCACHE_BINS; b++) {
+		size_t least = b ? mtcache_bin_bytes(b - 1) + 1 : MTCACHE_MIN;
+
+		if (nallocx(least, 0) != mtcache_bin_bytes(b))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The large cache starts above the thread cache, or where jemalloc's own
+ * thread caches end (tcache_max, 32 KiB unless MALLOC_CONF says) if that
+ * is later, at a power of two.
  */
 static void init_large_cache(void)
 {
 	static const struct modcache_backend backend = { release_block,
 							 block_bytes };
 	size_t tcache_max = 32 << 10, len = sizeof(tcache_max);
-	unsigned lg = 12;
+	unsigned lg = MTCACHE_LG_END;
 
 	if (mallctl("arenas.tcache_max", &tcache_max, &len, NULL, 0))
 		tcache_max = 32 << 10;
@@ -174,11 +216,14 @@ static void init_large_cache(void)
 static void set_flags(struct je_state *s, int flags)
 {
 	s->flags = flags;
-	s->plain_span = flags || !own.malloc ? 0 : modcache_min - 8;
+	s->plain_span = flags || !own.malloc ? 0 : MTCACHE_MIN - 9;
+	s->thread_cache = !flags && s->classes_are_lists;
 }
 
 static int je_init(void *ctx)
 {
+	static const struct mtcache_backend cached = { make_cached,
+						       release_cached };
 	struct je_state *s = ctx;
 
 	for (size_t i = 1; i <= TABLE_MAX / 8; i++) {
@@ -198,7 +243,12 @@ static int je_init(void *ctx)
 		if (s->natural[i] < s->plain_align)
 			s->plain_align = s->natural[i];
 	init_large_cache();
+	s->classes_are_lists = classes_are_lists();
 	set_flags(s, 0);
+	if (mtcache_init(&cached))
+		return alloy_plugin_error(-EAGAIN,
+					  "jemalloc: no thread-exit key for "
+					  "the per-thread cache; it is off");
 	return 0;
 }
 
@@ -234,6 +284,19 @@ static void *alloc_flags(struct je_state *s, size_t size, size_t align,
 	return mallocx(size, f);
 }
 
+static void *make_cached(size_t bytes, bool zero)
+{
+	return alloc_flags(&je, bytes, MTCACHE_ALIGN,
+			   zero ? ALLOY_ALLOC_ZERO : 0);
+}
+
+/* Whether a block of size (> 1 KiB) at align is the thread cache's. */
+static inline bool thread_kind(const struct je_state *s, size_t size,
+			       size_t align)
+{
+	return s->thread_cache && mtcache_covers(size, align);
+}
+
 /*
  * Whether a block of size at align is the large cache's: on the shared
  * arena only (a dedicated one keeps its own memory, see the top).
@@ -262,8 +325,12 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	if (plain_block(s, size, align))
 		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
 						: own.malloc(size);
-	if (large_kind(s, size, align))
-		return large_alloc(s, size, align, flags);
+	if (size > TABLE_MAX) {
+		if (thread_kind(s, size, align))
+			return mtcache_alloc(size, flags & ALLOY_ALLOC_ZERO);
+		if (large_kind(s, size, align))
+			return large_alloc(s, size, align, flags);
+	}
 	return alloc_flags(s, size, align, flags);
 }
 
@@ -276,9 +343,15 @@ static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 		own.free(ptr);
 		return;
 	}
-	if (large_kind(s, size, align)) {
-		modcache_free(ptr, size);
-		return;
+	if (size > TABLE_MAX) {
+		if (thread_kind(s, size, align)) {
+			mtcache_free(ptr, size);
+			return;
+		}
+		if (large_kind(s, size, align)) {
+			modcache_free(ptr, size);
+			return;
+		}
 	}
 	size = size ? size : 1;
 	f = align_flags(s, size, align) | s->flags;
@@ -297,6 +370,9 @@ static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 
 	(void)old_size;
 	new_size = new_size ? new_size : 1;
+	/* A block that may join the thread cache holds its list's bytes. */
+	if (thread_kind(s, new_size, align))
+		new_size = mtcache_bin_bytes(mtcache_bin(new_size));
 	f = align_flags(s, new_size, align) | s->flags;
 	/* realloc frees only for size 0, which is never asked here. */
 	if (!f && own.realloc)
@@ -413,6 +489,7 @@ static long long je_trim(void *ctx)
 
 	if (je_stats(s, &before))
 		return -EIO;
+	mtcache_flush_self();
 	modcache_flush();
 	snprintf(name, sizeof(name), "arena.%u.purge",
 		 s->flags ? s->arena : (unsigned)MALLCTL_ARENAS_ALL);
@@ -456,10 +533,13 @@ static int je_set_option(void *ctx, const char *key, const char *value)
 
 	if (strcmp(key, "cache") == 0)
 		return modcache_option("jemalloc", value);
+	if (strcmp(key, "thread_cache") == 0)
+		return mtcache_option("jemalloc", value);
 	if (strcmp(key, "arena") != 0)
 		return alloy_plugin_error(
 			-EINVAL,
-			"jemalloc: unknown option \"%s\" (known: arena, cache)",
+			"jemalloc: unknown option \"%s\" (known: arena, cache, "
+			"thread_cache)",
 			key);
 	if (strcmp(value, "dedicated") == 0)
 		return use_dedicated_arena(s);
@@ -477,6 +557,7 @@ static int je_set_option(void *ctx, const char *key, const char *value)
 static void je_fini(void *ctx)
 {
 	(void)ctx;
+	mtcache_fini();
 	modcache_flush();
 }
 

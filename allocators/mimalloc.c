@@ -35,19 +35,19 @@
 #include <alloy/conf.h>
 #include <alloy/plugin.h>
 
-#include "allocators/mimalloc_cache.h"
 #include "allocators/modcache.h"
+#include "allocators/modtcache.h"
 
 /*
- * The large cache from 32 KiB: above that mimalloc's blocks take its
- * generic path (262 instructions a pair at 40 KiB and 64 KiB), above
- * 128 KiB a span of their own (2,136 at 128 KiB).
+ * The thread cache (allocators/modtcache.h) up to 64 KiB, the large cache
+ * above: from 128 KiB mimalloc gives every block a span of its own (2,136
+ * instructions a pair at 128 KiB).
  */
-#define LARGE_LG_MIN 15
+#define LARGE_LG_MIN MTCACHE_LG_END
 /* Above this, mimalloc's size classes are multiples of 256. */
 #define SMALL_MAX 1024
-/* What every mi_malloc block is aligned to (MI_MAX_ALIGN_SIZE). */
-#define MI_NATURAL_ALIGN 16
+/* The thread cache starts where the small sizes end: one test for both. */
+_Static_assert(MTCACHE_MIN == SMALL_MAX + 1, "thread cache after SMALL_MAX");
 /* Alignments mi_malloc is tried for above SMALL_MAX. */
 #define TRY_ALIGN_MAX 4096
 
@@ -91,30 +91,6 @@ static __attribute__((noinline, cold)) void *realign(void *p, size_t align)
 	return alloc_aligned(size, align, true);
 }
 
-/* Whether a block of size at align is one the thread cache keeps. */
-static inline bool cached_kind(size_t size, size_t align)
-{
-	return align <= MI_NATURAL_ALIGN && mcache_covers(size);
-}
-
-/*
- * A block of the cache's sizes: a kept one, else a new one at its bin's
- * full size (allocators/mimalloc_cache.h).  Out of line, as the default
- * allocator's: the other sizes keep a frame-free path.
- */
-static __attribute__((noinline)) void *cached_alloc(size_t size, bool zero)
-{
-	size_t b = mcache_bin(size);
-	void *p = mcache_take(b);
-
-	if (!p)
-		return zero ? mi_zalloc(mcache_bin_bytes(b))
-			    : mi_malloc(mcache_bin_bytes(b));
-	if (zero)
-		memset(p, 0, size);
-	return p;
-}
-
 /* A block from mimalloc itself, by the rules at the top. */
 static inline void *alloc_uncached(size_t size, size_t align, bool zero)
 {
@@ -145,30 +121,28 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 
 	(void)ctx;
 	if (size > SMALL_MAX) {
-		if (cached_kind(size, align))
-			return cached_alloc(size, zero);
+		if (mtcache_covers(size, align))
+			return mtcache_alloc(size, zero);
 		if (size > modcache_min && modcache_covers(size, align))
 			return large_alloc(size, align, zero);
 	}
 	return alloc_uncached(size, align, zero);
 }
 
-/* The cache's side of a free, out of line for the same reason. */
-static __attribute__((noinline)) void cached_free(void *ptr, size_t size)
-{
-	if (!mcache_put(ptr, mcache_bin(size)))
-		mi_free(ptr);
-}
-
 static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
-	if (cached_kind(size, align))
-		cached_free(ptr, size);
-	else if (size > modcache_min && modcache_covers(size, align))
-		modcache_free(ptr, size);
-	else
-		mi_free(ptr);
+	if (size > SMALL_MAX) {
+		if (mtcache_covers(size, align)) {
+			mtcache_free(ptr, size);
+			return;
+		}
+		if (size > modcache_min && modcache_covers(size, align)) {
+			modcache_free(ptr, size);
+			return;
+		}
+	}
+	mi_free(ptr);
 }
 
 /*
@@ -183,8 +157,8 @@ static void *mi_alloy_realloc(void *ctx, void *ptr, size_t old_size,
 			      size_t new_size, size_t align)
 {
 	size_t usable = mi_usable_size(ptr);
-	size_t need = cached_kind(new_size, align) ?
-			      mcache_bin_bytes(mcache_bin(new_size)) :
+	size_t need = mtcache_covers(new_size, align) ?
+			      mtcache_bin_bytes(mtcache_bin(new_size)) :
 			      new_size;
 	void *p;
 
@@ -225,7 +199,7 @@ static long long mi_alloy_trim(void *ctx)
 	struct alloy_allocator_stats before = { 0 }, after = { 0 };
 
 	mi_alloy_stats(ctx, &before);
-	mcache_flush_self();
+	mtcache_flush_self();
 	modcache_flush();
 	mi_collect(true);
 	mi_alloy_stats(ctx, &after);
@@ -244,11 +218,25 @@ static size_t block_bytes(const void *ptr)
 	return mi_usable_size(ptr);
 }
 
+/* The thread cache's blocks (allocators/modtcache.h). */
+static void *make_cached(size_t bytes, bool zero)
+{
+	return alloc_uncached(bytes, MTCACHE_ALIGN, zero);
+}
+
+static void release_cached(void *ptr, size_t bytes)
+{
+	(void)bytes;
+	mi_free(ptr);
+}
+
 static int mi_alloy_init(void *ctx)
 {
 	static const struct modcache_backend backend = { release_block,
 							 block_bytes };
-	int rc = mcache_init();
+	static const struct mtcache_backend cached = { make_cached,
+						       release_cached };
+	int rc = mtcache_init(&cached);
 
 	(void)ctx;
 	modcache_init(LARGE_LG_MIN, &backend);
@@ -262,7 +250,7 @@ static int mi_alloy_init(void *ctx)
 static void mi_alloy_fini(void *ctx)
 {
 	(void)ctx;
-	mcache_fini();
+	mtcache_fini();
 	modcache_flush();
 }
 
@@ -272,25 +260,15 @@ static void mi_alloy_fini(void *ctx)
  */
 static int mi_alloy_set_option(void *ctx, const char *key, const char *value)
 {
-	uint64_t n;
-
 	(void)ctx;
 	if (strcmp(key, "cache") == 0)
 		return modcache_option("mimalloc", value);
-	if (strcmp(key, "thread_cache") != 0)
-		return alloy_plugin_error(
-			-EINVAL,
-			"mimalloc: unknown option \"%s\" (known: cache, "
-			"thread_cache)",
-			key);
-	if (alloy_parse_size(value, &n) || n > MCACHE_DEPTH_MAX)
-		return alloy_plugin_error(
-			-ERANGE,
-			"mimalloc: thread_cache \"%s\" must be a count of "
-			"blocks per size, 0 to %d (0: no cache)",
-			value, MCACHE_DEPTH_MAX);
-	mcache_set_depth((unsigned)n);
-	return 0;
+	if (strcmp(key, "thread_cache") == 0)
+		return mtcache_option("mimalloc", value);
+	return alloy_plugin_error(
+		-EINVAL,
+		"mimalloc: unknown option \"%s\" (known: cache, thread_cache)",
+		key);
 }
 
 static const struct alloy_allocator_ops mi_ops = {

@@ -15,16 +15,20 @@
 #ifndef ALLOY_TESTS_BACKENDUTIL_H
 #define ALLOY_TESTS_BACKENDUTIL_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "allocators/modtcache.h"
 
 struct backend_probe {
 	/* Whether the backend made the block at p. */
 	bool (*owned)(void *p, size_t size);
 	/* What the backend counts as held by this thread, in its own unit. */
 	long long (*held)(void);
+	/* What held() counts for one block of class_bytes. */
+	long long (*units)(size_t class_bytes);
 };
 
 static const size_t backend_aligns[] = { 8, 16, 32, 64, 128, 256, 4096, 65536 };
@@ -117,6 +121,83 @@ static inline void backend_check_realloc(struct alloy_allocator *a,
 	}
 	alloy_data_ptr_free(&dp);
 	ck_assert_int_eq(probe->held(), held);
+}
+
+/*
+ * The module's per-thread cache (allocators/modtcache.h), with a default
+ * configuration: a freed block serves the next request of its class at
+ * any alignment up to 64, zeroed when asked; a list keeps at most the
+ * depth, and 64 KiB beyond its first block; a block grown into the range
+ * holds its class's bytes; other sizes and alignments are not kept; trim
+ * gives everything back; thread_cache:0 keeps nothing, a bad count is
+ * named and refused.
+ */
+static inline void backend_check_thread_cache(struct alloy_allocator *a,
+					      const struct backend_probe *probe)
+{
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	struct alloy_data_ptr dp[10];
+	long long base, kept;
+	void *first;
+
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	base = probe->held();
+	ck_assert_ok(alloy_alloc(a, 4000, 64, 0, &dp[0]));
+	first = dp[0].ptr;
+	memset(first, 0xa5, 4000);
+	alloy_data_ptr_free(&dp[0]);
+	kept = probe->units(4096);
+	ck_assert_int_eq(probe->held() - base, kept);
+	/* 3585 .. 4096 bytes: the same class, the same block. */
+	ck_assert_ok(alloy_alloc(a, 3600, 8, ALLOY_ALLOC_ZERO, &dp[0]));
+	ck_assert_ptr_eq(dp[0].ptr, first);
+	ck_assert(backend_all_zero(dp[0].ptr, 3600));
+	ck_assert_uint_ge(alloy_allocator_usable_size(a, dp[0].ptr, 3600),
+			  4096);
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(probe->held() - base, kept);
+
+	for (int i = 0; i < 10; i++)
+		ck_assert_ok(alloy_alloc(a, 5000, 64, 0, &dp[i]));
+	for (int i = 0; i < 10; i++)
+		alloy_data_ptr_free(&dp[i]);
+	kept += MTCACHE_DEPTH_DEFAULT * probe->units(5120);
+	ck_assert_int_eq(probe->held() - base, kept);
+	for (int i = 0; i < 5; i++)
+		ck_assert_ok(alloy_alloc(a, 60000, 64, 0, &dp[i]));
+	for (int i = 0; i < 5; i++)
+		alloy_data_ptr_free(&dp[i]);
+	kept += 2 * probe->units(65536);
+	ck_assert_int_eq(probe->held() - base, kept);
+
+	ck_assert_ok(alloy_alloc(a, 100, 64, 0, &dp[0]));
+	ck_assert_ok(alloy_data_ptr_realloc(&dp[0], 2800));
+	ck_assert_uint_ge(alloy_allocator_usable_size(a, dp[0].ptr, 2800),
+			  3072);
+	alloy_data_ptr_free(&dp[0]);
+	kept += probe->units(3072);
+	ck_assert_int_eq(probe->held() - base, kept);
+
+	ck_assert_ok(alloy_alloc(a, 1024, 64, 0, &dp[0]));
+	ck_assert_ok(alloy_alloc(a, 4000, 128, 0, &dp[1]));
+	ck_assert_ok(alloy_alloc(a, 70000, 4096, 0, &dp[2]));
+	for (int i = 0; i < 3; i++)
+		alloy_data_ptr_free(&dp[i]);
+	ck_assert_int_eq(probe->held() - base, kept);
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	ck_assert_int_eq(probe->held(), base);
+
+	ck_assert_ok(ops->set_option(ctx, "thread_cache", "0"));
+	ck_assert_ok(alloy_alloc(a, 4000, 64, 0, &dp[0]));
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_int_eq(probe->held(), base);
+	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "256"), -ERANGE);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "0 to 255"));
+	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "some"),
+			 -ERANGE);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "\"some\""));
+	ck_assert_ok(ops->set_option(ctx, "thread_cache", "7"));
 }
 
 #endif /* ALLOY_TESTS_BACKENDUTIL_H */

@@ -40,10 +40,10 @@ static const char *malloc_provider(void)
 }
 
 /*
- * Without the large cache, for the tests that count jemalloc's bytes at
- * each free (the cache has tests of its own).
+ * Without the module's caches, for the tests that count jemalloc's bytes
+ * at each free (the caches have tests of their own).
  */
-#define UNCACHED "cpu:jemalloc,jemalloc.cache:0"
+#define UNCACHED "cpu:jemalloc,jemalloc.cache:0,jemalloc.thread_cache:0"
 
 static struct alloy_allocator *jemalloc_default(const char *conf)
 {
@@ -113,9 +113,16 @@ static long long jemalloc_held(void)
 	return (long long)(thread_allocated() - freed);
 }
 
+/* A kept block counts its class's bytes. */
+static long long jemalloc_units(size_t class_bytes)
+{
+	return (long long)class_bytes;
+}
+
 static const struct backend_probe jemalloc_probe = {
 	.owned = jemalloc_owns,
 	.held = jemalloc_held,
+	.units = jemalloc_units,
 };
 
 /* Both paths: flags 0 where the class is aligned enough, MALLOCX_ALIGN. */
@@ -133,6 +140,8 @@ START_TEST(dedicated_arena_both_paths)
 	/* A class aligned enough (64 at 64) and one that is not (80 at 64). */
 	backend_check_block(a, &jemalloc_probe, 64, 64);
 	backend_check_block(a, &jemalloc_probe, 80, 64);
+	/* Neither cache keeps the dedicated arena's blocks. */
+	backend_check_block(a, &jemalloc_probe, 4000, 64);
 	backend_check_block(a, &jemalloc_probe, 100000, 64);
 	backend_check_block(a, &jemalloc_probe, 100000, 4096);
 }
@@ -324,6 +333,13 @@ START_TEST(large_cache_reuse_depth_and_trim)
 }
 END_TEST
 
+START_TEST(thread_cache_reuse_depth_and_trim)
+{
+	backend_check_thread_cache(jemalloc_default("cpu:jemalloc"),
+				   &jemalloc_probe);
+}
+END_TEST
+
 START_TEST(bad_option_is_reported)
 {
 	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
@@ -351,6 +367,7 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, arena_switch_with_live_blocks);
 	tcase_add_test(tc, plain_blocks_through_jemallocs_own);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
+	tcase_add_test(tc, thread_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
 	return s;

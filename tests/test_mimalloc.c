@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <mimalloc.h>
 
-#include "allocators/mimalloc_cache.h"
+#include "allocators/modtcache.h"
 
 #define MODULE ALLOY_BUILD_DIR "/.libs/alloy_mimalloc.so"
 
@@ -91,9 +91,17 @@ static long long mimalloc_held(void)
 	return mimalloc_in_use();
 }
 
+/* A kept block is one block in use. */
+static long long mimalloc_units(size_t class_bytes)
+{
+	(void)class_bytes;
+	return 1;
+}
+
 static const struct backend_probe mimalloc_probe = {
 	.owned = mimalloc_owns,
 	.held = mimalloc_in_use,
+	.units = mimalloc_units,
 };
 
 /* Both paths: mi_malloc where its block is aligned, mi_malloc_aligned. */
@@ -190,10 +198,10 @@ START_TEST(stats_and_realloc)
 END_TEST
 
 /*
- * The per-thread cache (allocators/mimalloc_cache.h): a freed 1040-byte
- * block (a plain 1 KiB one) serves the next request of its size class,
- * at most 7 are kept, a reused block is zeroed when asked, and trim
- * gives them back.
+ * The per-thread cache (allocators/modtcache.h) under the plain-pointer
+ * API: a freed 1040-byte block (a plain 1 KiB one) serves the next
+ * request of its size class, at most 7 are kept, a reused block is zeroed
+ * when asked, and trim gives them back.
  */
 START_TEST(thread_cache_reuse_and_depth)
 {
@@ -217,11 +225,10 @@ START_TEST(thread_cache_reuse_and_depth)
 		ck_assert_ptr_nonnull(p[i] = alloy_malloc(1024));
 	for (int i = 0; i < 10; i++)
 		alloy_free(p[i]);
-	ck_assert_int_eq(mimalloc_in_use() - base, MCACHE_DEPTH_DEFAULT);
-	/* Other sizes are not kept. */
+	ck_assert_int_eq(mimalloc_in_use() - base, MTCACHE_DEPTH_DEFAULT);
+	/* Small sizes are not kept. */
 	alloy_free(alloy_malloc(100));
-	alloy_free(alloy_malloc(4000));
-	ck_assert_int_eq(mimalloc_in_use() - base, MCACHE_DEPTH_DEFAULT);
+	ck_assert_int_eq(mimalloc_in_use() - base, MTCACHE_DEPTH_DEFAULT);
 	ck_assert_int_ge(alloy_allocator_trim(a), 0);
 	ck_assert_int_eq(mimalloc_in_use(), base);
 }
@@ -302,6 +309,13 @@ START_TEST(thread_cache_emptied_at_thread_exit)
 }
 END_TEST
 
+/* The cache's rules at DataPtr alignments, the option's values. */
+START_TEST(thread_cache_rules)
+{
+	backend_check_thread_cache(mimalloc_default(), &mimalloc_probe);
+}
+END_TEST
+
 /* thread_cache:0 keeps nothing; a bad value is named and refused. */
 START_TEST(thread_cache_option)
 {
@@ -345,6 +359,7 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, stats_and_realloc);
 	tcase_add_test(tc, thread_cache_sizes);
 	tcase_add_test(tc, thread_cache_reuse_and_depth);
+	tcase_add_test(tc, thread_cache_rules);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_emptied_at_thread_exit);
 	tcase_add_test(tc, thread_cache_option);
