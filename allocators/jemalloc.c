@@ -225,6 +225,7 @@ static int je_init(void *ctx)
 	static const struct mtcache_backend cached = { make_cached,
 						       release_cached };
 	struct je_state *s = ctx;
+	int rc;
 
 	for (size_t i = 1; i <= TABLE_MAX / 8; i++) {
 		size_t size = 8 * i, plain = nallocx(size, 0);
@@ -245,10 +246,12 @@ static int je_init(void *ctx)
 	init_large_cache();
 	s->classes_are_lists = classes_are_lists();
 	set_flags(s, 0);
-	if (mtcache_init(&cached))
-		return alloy_plugin_error(-EAGAIN,
+	rc = mtcache_init(&cached);
+	if (rc)
+		return alloy_plugin_error(rc,
 					  "jemalloc: no thread-exit key for "
-					  "the per-thread cache; it is off");
+					  "the per-thread cache: %s",
+					  strerror(-rc));
 	return 0;
 }
 
@@ -290,7 +293,7 @@ static void *make_cached(size_t bytes, bool zero)
 			   zero ? ALLOY_ALLOC_ZERO : 0);
 }
 
-/* Whether a block of size (> 1 KiB) at align is the thread cache's. */
+/* Whether a block of size at align is the thread cache's. */
 static inline bool thread_kind(const struct je_state *s, size_t size,
 			       size_t align)
 {

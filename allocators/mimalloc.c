@@ -243,7 +243,8 @@ static int mi_alloy_init(void *ctx)
 	if (rc)
 		return alloy_plugin_error(rc,
 					  "mimalloc: no thread-exit key for "
-					  "the per-thread cache; it is off");
+					  "the per-thread cache: %s",
+					  strerror(-rc));
 	return 0;
 }
 

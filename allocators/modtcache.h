@@ -12,7 +12,7 @@
  * 1040 bytes against 156 at 1024); jemalloc's thread cache costs 234
  * instructions a mallocx + sdallocx pair at 4 KiB and 387 at 16 KiB, and
  * above its tcache_max (32 KiB) a block comes from the arena under a lock
- * (some 4,200).  A tensor runtime frees and makes again blocks of these
+ * (2,600-4,200).  A tensor runtime frees and makes again blocks of these
  * sizes all the time (activations, a NumPy array of 1 KiB behind the
  * plain-pointer API's 16-byte header), so the module keeps them itself:
  * one list per size class, four classes to a doubling
@@ -21,8 +21,8 @@
  * that any block of a list serves any request of the class at any
  * alignment up to 64.  A list holds at most "thread_cache" blocks (the
  * module's option, 7 unless set; 0 turns the cache off) and never more
- * than 64 KiB beyond its first block: at the default, at most 1.1 MiB per
- * thread (docs/PLUGINS.md).
+ * than 64 KiB beyond its first block: at the default, at most 1.33 MiB
+ * per thread (docs/PLUGINS.md).
  *
  * The cache is the thread's own (thread-local storage: a pop and a push,
  * no lock, no atomic), emptied back into the backend when the thread
