@@ -340,6 +340,12 @@ START_TEST(thread_cache_reuse_depth_and_trim)
 }
 END_TEST
 
+START_TEST(no_thread_key_is_reported)
+{
+	backend_check_no_thread_key(MODULE);
+}
+END_TEST
+
 START_TEST(bad_option_is_reported)
 {
 	test_set_conf("cpu:jemalloc,jemalloc.arena:bogus,jemalloc.colour:red");
@@ -368,6 +374,7 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, plain_blocks_through_jemallocs_own);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_reuse_depth_and_trim);
+	tcase_add_test(tc, no_thread_key_is_reported);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
 	return s;

@@ -316,6 +316,12 @@ START_TEST(thread_cache_rules)
 }
 END_TEST
 
+START_TEST(no_thread_key_is_reported)
+{
+	backend_check_no_thread_key(MODULE);
+}
+END_TEST
+
 /* thread_cache:0 keeps nothing; a bad value is named and refused. */
 START_TEST(thread_cache_option)
 {
@@ -360,6 +366,7 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, thread_cache_sizes);
 	tcase_add_test(tc, thread_cache_reuse_and_depth);
 	tcase_add_test(tc, thread_cache_rules);
+	tcase_add_test(tc, no_thread_key_is_reported);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_emptied_at_thread_exit);
 	tcase_add_test(tc, thread_cache_option);
