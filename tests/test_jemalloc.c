@@ -226,20 +226,27 @@ START_TEST(arena_switch_with_live_blocks)
 	struct alloy_allocator *a =
 		jemalloc_default(UNCACHED ",jemalloc.arena:dedicated");
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
-	struct alloy_data_ptr dp[4];
+	struct alloy_data_ptr dp[6];
 	long long held = jemalloc_held();
 
 	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp[0]));
 	ck_assert_ok(alloy_alloc(a, 1 << 20, 64, 0, &dp[1]));
+	/* A thread-cache size: made at its size here, freed through the
+	 * cache's path after the switch. */
+	ck_assert_ok(alloy_alloc(a, 4000, 64, 0, &dp[4]));
 	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena", "shared"));
 	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp[2]));
 	ck_assert_ok(alloy_alloc(a, 1 << 20, 64, ALLOY_ALLOC_ZERO, &dp[3]));
+	/* Made at its class's full size here, freed with the arena's flags. */
+	ck_assert_ok(alloy_alloc(a, 4000, 64, 0, &dp[5]));
 	alloy_data_ptr_free(&dp[0]);
 	alloy_data_ptr_free(&dp[1]);
+	alloy_data_ptr_free(&dp[4]);
 	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena",
 				     "dedicated"));
 	alloy_data_ptr_free(&dp[2]);
 	alloy_data_ptr_free(&dp[3]);
+	alloy_data_ptr_free(&dp[5]);
 	ck_assert_int_eq(jemalloc_held(), held);
 }
 END_TEST
