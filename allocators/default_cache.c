@@ -5,6 +5,8 @@
  * fast half): making a thread's cache, emptying one, and counting what
  * all of them hold.
  */
+#include <stdio.h>
+
 #include "allocators/default_cache.h"
 #include "core/arena.h"
 
@@ -13,6 +15,39 @@ int alloy__dcache_slot = -1;
 
 /* glibc's free, by the name the default allocator uses (default.c). */
 static void (*release_block)(void *ptr);
+
+static _Atomic unsigned long long bad_links;
+
+/* A link of bin b at p that the cache did not write: say so, once. */
+static void bad_link(const void *p, size_t b)
+{
+	if (atomic_fetch_add(&bad_links, 1) == 0)
+		fprintf(stderr,
+			"alloy: default: the free block at %p (%zu bytes) was written to after its free: the blocks cached after it are dropped, not handed out (later ones are counted, not shown)\n",
+			p, alloy__dcache_bin_bytes(b));
+}
+
+/* The block after p in bin b, or NULL where its link fails. */
+static void *next_of(void *p, size_t b)
+{
+	void *next = freelink_get(p);
+
+	if (freelink_ok(next, DCACHE_BLOCK_ALIGN))
+		return next;
+	bad_link(p, b);
+	return NULL;
+}
+
+void *alloy__dcache_take_last(struct alloy__tls *t, struct alloy__dcache *c,
+			      void *p, size_t b)
+{
+	bad_link(p, b);
+	alloy__count_sub(&t->count[alloy__dcache_slot],
+			 (int64_t)(c->count[b] * alloy__dcache_bin_bytes(b)));
+	c->head[b] = NULL;
+	c->count[b] = 0;
+	return p;
+}
 
 /*
  * Retire c: at its thread's exit its blocks go back to glibc and c is
@@ -33,7 +68,7 @@ static size_t retire(void *cache, bool give_back)
 		if (!give_back)
 			continue;
 		for (void *p = c->head[b], *next; p; p = next) {
-			next = *(void **)p;
+			next = next_of(p, b);
 			release_block(p);
 		}
 		c->head[b] = NULL;

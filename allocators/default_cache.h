@@ -12,7 +12,8 @@
  * array of 1024 bytes) across that line, so alloy continues glibc's cache
  * one kilobyte further: 64 bins, one per glibc chunk size (16 bytes
  * apart), each a list of at most alloy__dcache_depth free blocks linked
- * through their first word.  Blocks of one bin are glibc chunks of the
+ * through their first word (hidden as glibc hides its own links,
+ * allocators/freelink.h).  Blocks of one bin are glibc chunks of the
  * same size, so any of them serves any request of the bin.
  *
  * The cache hangs off the thread's record (core/tcount.c), is used by its
@@ -31,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "allocators/freelink.h"
 #include "core/internal.h"
 #include "core/sanitizer.h"
 
@@ -57,6 +59,16 @@ extern ALLOY_HIDDEN int alloy__dcache_slot;
 
 /* Reserve the counter slot and set the retire hook; release frees a block. */
 ALLOY_HIDDEN int alloy__dcache_init(void (*release)(void *ptr));
+/* What every block glibc makes is aligned to: the links' check. */
+#define DCACHE_BLOCK_ALIGN _Alignof(max_align_t)
+
+/*
+ * Hand out p, the head of bin b of c, whose link is not one the cache
+ * wrote (allocators/freelink.h): the bin ends, and it is said once.
+ */
+ALLOY_HIDDEN void *alloy__dcache_take_last(struct alloy__tls *t,
+					   struct alloy__dcache *c, void *p,
+					   size_t b);
 /* A cache for t, NULL when none can be had (cold path of put). */
 ALLOY_HIDDEN struct alloy__dcache *alloy__dcache_create(struct alloy__tls *t);
 /* Empty the calling thread's cache into glibc; returns the bytes. */
@@ -121,11 +133,14 @@ static inline void *alloy__dcache_take(size_t b)
 {
 	struct alloy__tls *t = alloy__tls_self;
 	struct alloy__dcache *c;
-	void *p;
+	void *p, *next;
 
 	if (!t || !(c = t->cache) || !(p = c->head[b]))
 		return NULL;
-	c->head[b] = *(void **)p;
+	next = freelink_get(p);
+	if (unlikely(!freelink_ok(next, DCACHE_BLOCK_ALIGN)))
+		return alloy__dcache_take_last(t, c, p, b);
+	c->head[b] = next;
 	c->count[b]--;
 	alloy__count_sub(&t->count[alloy__dcache_slot],
 			 (int64_t)alloy__dcache_bin_bytes(b));
@@ -146,7 +161,7 @@ static inline bool alloy__dcache_put(void *ptr, size_t b)
 	if (c->count[b] >= atomic_load_explicit(&alloy__dcache_depth,
 						memory_order_relaxed))
 		return false;
-	*(void **)ptr = c->head[b];
+	freelink_set(ptr, c->head[b]);
 	c->head[b] = ptr;
 	c->count[b]++;
 	alloy__count_add(&t->count[alloy__dcache_slot],

@@ -222,7 +222,7 @@ static void set_flags(struct je_state *s, int flags)
 
 static int je_init(void *ctx)
 {
-	static const struct mtcache_backend cached = { make_cached,
+	static const struct mtcache_backend cached = { "jemalloc", make_cached,
 						       release_cached };
 	struct je_state *s = ctx;
 	int rc;

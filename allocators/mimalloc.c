@@ -234,7 +234,7 @@ static int mi_alloy_init(void *ctx)
 {
 	static const struct modcache_backend backend = { release_block,
 							 block_bytes };
-	static const struct mtcache_backend cached = { make_cached,
+	static const struct mtcache_backend cached = { "mimalloc", make_cached,
 						       release_cached };
 	int rc = mtcache_init(&cached);
 

@@ -5,12 +5,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <alloy/conf.h>
 #include <alloy/plugin.h>
 
+#include "allocators/freelink.h"
 #include "allocators/modtcache.h"
 
 struct mtcache {
@@ -33,6 +35,7 @@ static _Atomic unsigned char depth[MTCACHE_BINS];
 static struct mtcache_backend backend;
 static pthread_key_t exit_key;
 static atomic_bool have_key;
+static _Atomic unsigned long long bad_links;
 
 /*
  * The calling thread's cache, looked up once: the empty asm hides where
@@ -58,11 +61,42 @@ static void set_depth(unsigned n)
 	}
 }
 
+/*
+ * The block after p in list b, or NULL where the link p holds is not one
+ * the cache wrote (allocators/freelink.h): the list ends at p then, and
+ * the blocks after it are dropped.
+ */
+static __attribute__((noinline, cold)) void *bad_link(void *p, size_t b)
+{
+	if (atomic_fetch_add(&bad_links, 1) == 0)
+		fprintf(stderr,
+			"alloy: %s: the free block at %p (%zu-byte class) was written to after its free: the blocks cached after it are dropped, not handed out (later ones are counted, not shown)\n",
+			backend.name, p, mtcache_bin_bytes(b));
+	return NULL;
+}
+
+static void *next_of(void *p, size_t b)
+{
+	void *next = freelink_get(p);
+
+	return freelink_ok(next, MTCACHE_ALIGN) ? next : bad_link(p, b);
+}
+
+/* Hand out p, the head of list b, whose link failed: the list ends. */
+static __attribute__((noinline, cold)) void *
+take_last(struct mtcache *c, void *p, size_t b, size_t size, bool zero)
+{
+	bad_link(p, b);
+	c->head[b] = NULL;
+	c->count[b] = 0;
+	return zero ? memset(p, 0, size) : p;
+}
+
 static void flush(struct mtcache *c)
 {
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
 		for (void *p = c->head[b], *next; p; p = next) {
-			next = *(void **)p;
+			next = next_of(p, b);
 			backend.release(p, mtcache_bin_bytes(b));
 		}
 		c->head[b] = NULL;
@@ -127,11 +161,14 @@ void *mtcache_alloc(size_t size, bool zero)
 {
 	size_t b = mtcache_bin(size);
 	struct mtcache *c = here();
-	void *p = c->head[b];
+	void *p = c->head[b], *next;
 
 	if (__builtin_expect(!p, 0))
 		return backend.make(mtcache_bin_bytes(b), zero);
-	c->head[b] = *(void **)p;
+	next = freelink_get(p);
+	if (__builtin_expect(!freelink_ok(next, MTCACHE_ALIGN), 0))
+		return take_last(c, p, b, size, zero);
+	c->head[b] = next;
 	c->count[b]--;
 	return zero ? memset(p, 0, size) : p;
 }
@@ -145,7 +182,7 @@ static bool room(const struct mtcache *c, const void *p, size_t b)
 
 static void push(struct mtcache *c, void *p, size_t b)
 {
-	*(void **)p = c->head[b];
+	freelink_set(p, c->head[b]);
 	c->head[b] = p;
 	c->count[b]++;
 }

@@ -24,8 +24,10 @@
  * than 64 KiB beyond its first block: at the default, at most 1.33 MiB
  * per thread (docs/PLUGINS.md).
  *
- * The cache is the thread's own (thread-local storage: a pop and a push,
- * no lock, no atomic), emptied back into the backend when the thread
+ * The lists link their blocks through the blocks' first words, hidden as
+ * glibc hides its own (allocators/freelink.h).  The cache is the
+ * thread's own (thread-local storage: a pop and a push, no lock, no
+ * atomic), emptied back into the backend when the thread
  * exits (a thread-specific key's destructor), by trim for the calling
  * thread, and when the module is unloaded (the calling thread's; other
  * threads' blocks stay with the backend, unreachable).  A block made by
@@ -91,6 +93,7 @@ static inline size_t mtcache_bin_bytes(size_t b)
 }
 
 struct mtcache_backend {
+	const char *name; /* the module's, for the message of a bad link */
 	/* A new block of bytes aligned to MTCACHE_ALIGN, zeroed if asked. */
 	void *(*make)(size_t bytes, bool zero);
 	/* Give back a block that make returned for bytes. */

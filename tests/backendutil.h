@@ -202,6 +202,12 @@ static inline void backend_check_thread_cache(struct alloy_allocator *a,
 	ck_assert_ok(ops->set_option(ctx, "thread_cache", "7"));
 }
 
+/* The thread cache's links (allocators/freelink.h), at a DataPtr's 64. */
+static inline void backend_check_bad_link(struct alloy_allocator *a)
+{
+	test_check_bad_link(a, 4000, 64);
+}
+
 /*
  * A process that has used up its thread-specific keys: the module cannot
  * have the key that empties its thread cache at thread exit, so its load

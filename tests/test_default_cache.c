@@ -210,6 +210,12 @@ START_TEST(fork_child_drops_the_caches_of_gone_threads)
 }
 END_TEST
 
+START_TEST(written_after_free_is_not_handed_out)
+{
+	test_check_bad_link(dflt(), 1040, 16);
+}
+END_TEST
+
 START_TEST(thread_cache_option_sets_the_depth)
 {
 	const struct alloy_allocator_ops *ops;
@@ -257,6 +263,7 @@ Suite *suite_default_cache(void)
 	tcase_add_test(tc, zero_flag_clears_a_reused_block);
 	tcase_add_test(tc, thread_exit_gives_the_cache_back);
 	tcase_add_test(tc, fork_child_drops_the_caches_of_gone_threads);
+	tcase_add_test(tc, written_after_free_is_not_handed_out);
 	tcase_add_test(tc, thread_cache_option_sets_the_depth);
 #endif
 	tcase_add_test(tc, bad_thread_cache_is_reported);

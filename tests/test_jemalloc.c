@@ -347,6 +347,12 @@ START_TEST(thread_cache_reuse_depth_and_trim)
 }
 END_TEST
 
+START_TEST(written_after_free_is_not_handed_out)
+{
+	backend_check_bad_link(jemalloc_default("cpu:jemalloc"));
+}
+END_TEST
+
 START_TEST(no_thread_key_is_reported)
 {
 	backend_check_no_thread_key(MODULE);
@@ -382,6 +388,7 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, no_thread_key_is_reported);
+	tcase_add_test(tc, written_after_free_is_not_handed_out);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
 	return s;

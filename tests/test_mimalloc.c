@@ -316,6 +316,12 @@ START_TEST(thread_cache_rules)
 }
 END_TEST
 
+START_TEST(written_after_free_is_not_handed_out)
+{
+	backend_check_bad_link(mimalloc_default());
+}
+END_TEST
+
 START_TEST(no_thread_key_is_reported)
 {
 	backend_check_no_thread_key(MODULE);
@@ -367,6 +373,7 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, thread_cache_reuse_and_depth);
 	tcase_add_test(tc, thread_cache_rules);
 	tcase_add_test(tc, no_thread_key_is_reported);
+	tcase_add_test(tc, written_after_free_is_not_handed_out);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_emptied_at_thread_exit);
 	tcase_add_test(tc, thread_cache_option);

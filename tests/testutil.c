@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "allocators/freelink.h"
 
 struct header {
 	unsigned id;
@@ -184,4 +185,47 @@ int test_count_lines_with(const char *text, const char *what)
 		line += len + (end != NULL);
 	}
 	return n;
+}
+
+struct two_blocks {
+	struct alloy_allocator *a;
+	size_t size, align;
+	struct alloy_data_ptr dp[2];
+};
+
+static void take_two(void *arg)
+{
+	struct two_blocks *t = arg;
+
+	for (int i = 0; i < 2; i++)
+		ck_assert_ok(alloy_alloc(t->a, t->size, t->align, 0, &t->dp[i]));
+}
+
+void test_check_bad_link(struct alloy_allocator *a, size_t size, size_t align)
+{
+	struct two_blocks t = { .a = a, .size = size, .align = align };
+	struct alloy_data_ptr x, y;
+	void *xp, *yp, *written;
+	const char *out;
+
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	ck_assert_ok(alloy_alloc(a, size, align, 0, &x));
+	ck_assert_ok(alloy_alloc(a, size, align, 0, &y));
+	xp = x.ptr;
+	yp = y.ptr;
+	alloy_data_ptr_free(&x);
+	alloy_data_ptr_free(&y);
+	/* Kept, y at the head linked to x, and not in plain sight. */
+	ck_assert_ptr_eq(freelink_get(yp), xp);
+	ck_assert_ptr_ne(*(void **)yp, xp);
+	/* A stale pointer's write: the link now decodes to x + 8. */
+	written = (char *)xp + 8;
+	freelink_set(yp, written);
+	out = test_stderr_of(take_two, &t);
+	ck_assert_ptr_eq(t.dp[0].ptr, yp);
+	ck_assert_ptr_ne(t.dp[1].ptr, written);
+	ck_assert_ptr_ne(t.dp[1].ptr, xp);
+	ck_assert_msg(strstr(out, "was written to after its free"), "%s", out);
+	for (int i = 0; i < 2; i++)
+		alloy_data_ptr_free(&t.dp[i]);
 }

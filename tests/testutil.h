@@ -59,6 +59,15 @@ void test_set_conf(const char *conf);
  */
 const char *test_stderr_of(void (*fn)(void *arg), void *arg);
 
+/*
+ * The free-list check of a cache that keeps a's blocks of size at align
+ * (allocators/freelink.h): a kept block's link is hidden, and one written
+ * to after its free so that its link decodes to no block of the list
+ * ends the list there - the head is still handed out, the blocks after
+ * it and the written address never are, and stderr says so.
+ */
+void test_check_bad_link(struct alloy_allocator *a, size_t size, size_t align);
+
 /* How many lines of text contain what. */
 int test_count_lines_with(const char *text, const char *what);
 

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * allocators/freelink.h - the link that a cache's free list keeps in the
+ * first word of each free block, hidden the way glibc hides its own
+ * (since 2.32, "safe-linking").
+ *
+ * A program that writes to a block after freeing it (a stale pointer, a
+ * use-after-free) overwrites that word.  Were it a plain pointer, a later
+ * allocation would hand out whatever the program wrote there as a block:
+ * a use-after-free made into a write to an address of its choosing, the
+ * classic attack on a per-thread cache.  So the link is stored XORed with
+ * the address of the word that holds it shifted right by 12 bits (random
+ * under address-space randomisation: forging a link takes reading an
+ * address first, not only writing through a stale pointer), and a link
+ * is checked on the way out to decode to an address aligned as every
+ * block of its list is: a value written blind decodes to a misaligned
+ * one but 1 time in 16 (glibc's blocks) or 64 (the modules' caches).  glibc does this for the blocks it caches;
+ * alloy's caches keep blocks before glibc or the backend sees them again,
+ * and without this they would undo it.
+ *
+ * A list whose link fails the check ends there: the blocks after it are
+ * dropped (never handed out, never given back: leaked), and the cache
+ * says so once on stderr.
+ */
+#ifndef ALLOY_ALLOCATORS_FREELINK_H
+#define ALLOY_ALLOCATORS_FREELINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Store next in the free block at block. */
+static inline void freelink_set(void *block, void *next)
+{
+	*(uintptr_t *)block = ((uintptr_t)block >> 12) ^ (uintptr_t)next;
+}
+
+/* The next block after the free block at block, as stored. */
+static inline void *freelink_get(const void *block)
+{
+	return (void *)(((uintptr_t)block >> 12) ^ *(const uintptr_t *)block);
+}
+
+/* Whether next, read from a list of blocks aligned to align, is one. */
+static inline bool freelink_ok(const void *next, size_t align)
+{
+	return !((uintptr_t)next & (align - 1));
+}
+
+#endif /* ALLOY_ALLOCATORS_FREELINK_H */
