@@ -365,8 +365,52 @@ int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
 	return alloy_alloc_default(device_type, size, flags, out);
 }
 
-int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
-		unsigned flags, struct alloy_data_ptr *out)
+/*
+ * The arguments were checked by the caller (the inline wrapper).  Counts
+ * first, then looks at a's state, as alloy_alloc does; a dying allocator
+ * is uncounted and left to the slow path, which says so.
+ */
+SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
+					   size_t size, size_t align,
+					   unsigned flags,
+					   struct alloy_data_ptr *out)
+{
+	struct alloy__tls *t = alloy__tls_self;
+	_Atomic int64_t *c;
+
+	if (unlikely(!t || alloy__slow_now(t)))
+		goto slow;
+	c = alloy__acct(t, a);
+	alloy__window_open_fast(t);
+	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
+	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
+	alloy__window_close_clear_mark(t);
+	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
+		     ALLOC_LIVE)) {
+		alloy__uncount_alloc(a, size);
+		goto slow;
+	}
+	if (!align)
+		align = (size_t)alloy__conf.align;
+	else if (align < sizeof(void *))
+		align = sizeof(void *);
+	describe(out, a, a->ops.device_type, size, align);
+	return a->ops.alloc(a->ctx, size, align, flags);
+slow:
+	out->ctx = NULL;
+	return NULL;
+}
+
+int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
+			unsigned flags, struct alloy_data_ptr *out)
+{
+	if (out->ctx)
+		return alloc_failed(out);
+	return (alloy_alloc)(a, size, align, flags, out);
+}
+
+int(alloy_alloc)(struct alloy_allocator *a, size_t size, size_t align,
+		 unsigned flags, struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t;
 	_Atomic int64_t *c;

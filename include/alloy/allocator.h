@@ -182,6 +182,48 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 		unsigned flags, struct alloy_data_ptr *out);
 
 /*
+ * The fast path of alloy_alloc for arguments known good (size 1 .. 2^62,
+ * align 0 or a power of two up to ALLOY_ALIGN_MAX): not for direct use.
+ * As alloy__alloc_default_fast (registry.h): fills *out but ptr and
+ * returns the allocator's block straight from its alloc op, or NULL; then
+ * alloy__alloc_settle finishes the call - the whole of alloy_alloc when
+ * the fast path could not start (out->ctx NULL: a thread without a record
+ * yet, the reporter on, a is being unregistered), the failure when the
+ * allocator refused.  The parameters are in the order the alloc op takes.
+ */
+void *alloy__alloc_fast(struct alloy_allocator *a, size_t size, size_t align,
+			unsigned flags, struct alloy_data_ptr *out);
+int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
+			unsigned flags, struct alloy_data_ptr *out);
+
+/*
+ * alloy_alloc is wrapped inline, as alloy_alloc_default is: the arguments
+ * are checked in the caller, where constant ones cost nothing.
+ * (alloy_alloc)(...) calls the function itself.
+ */
+static inline int alloy__alloc_inline(struct alloy_allocator *a, size_t size,
+				      size_t align, unsigned flags,
+				      struct alloy_data_ptr *out)
+{
+	if (__builtin_expect(out != NULL && a != NULL &&
+				     size - 1 < ((size_t)1 << 62) &&
+				     !(align & (align - 1)) &&
+				     align <= ALLOY_ALIGN_MAX,
+			     1)) {
+		void *p = alloy__alloc_fast(a, size, align, flags, out);
+
+		if (__builtin_expect(p != NULL, 1)) {
+			out->ptr = p;
+			return 0;
+		}
+		return alloy__alloc_settle(a, size, align, flags, out);
+	}
+	return (alloy_alloc)(a, size, align, flags, out);
+}
+#define alloy_alloc(a, size, align, flags, out) \
+	alloy__alloc_inline(a, size, align, flags, out)
+
+/*
  * Give the block back to whoever made it and empty *dp: afterwards its
  * ptr and deleter are NULL (so a second free of the same DataPtr does
  * nothing); the other members keep their values.  NULL-safe.
