@@ -5,8 +5,6 @@
  * fast half): making a thread's cache, emptying one, and counting what
  * all of them hold.
  */
-#include <stdio.h>
-
 #include "allocators/default_cache.h"
 #include "core/arena.h"
 
@@ -18,13 +16,9 @@ static void (*release_block)(void *ptr);
 
 static _Atomic unsigned long long bad_links;
 
-/* A link of bin b at p that the cache did not write: say so, once. */
 static void bad_link(const void *p, size_t b)
 {
-	if (atomic_fetch_add(&bad_links, 1) == 0)
-		fprintf(stderr,
-			"alloy: default: the free block at %p (%zu bytes) was written to after its free: the blocks cached after it are dropped, not handed out (later ones are counted, not shown)\n",
-			p, alloy__dcache_bin_bytes(b));
+	freelink_report(&bad_links, "default", p, alloy__dcache_bin_bytes(b));
 }
 
 /* The block after p in bin b, or NULL where its link fails. */

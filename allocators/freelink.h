@@ -14,9 +14,10 @@
  * address first, not only writing through a stale pointer), and a link
  * is checked on the way out to decode to an address aligned as every
  * block of its list is: a value written blind decodes to a misaligned
- * one but 1 time in 16 (glibc's blocks) or 64 (the modules' caches).  glibc does this for the blocks it caches;
- * alloy's caches keep blocks before glibc or the backend sees them again,
- * and without this they would undo it.
+ * one but 1 time in 16 (glibc's blocks) or 64 (the modules' caches).
+ * glibc does this for the blocks it caches; alloy's caches keep blocks
+ * before glibc or the backend sees them again, and without this they
+ * would undo it.
  *
  * A list whose link fails the check ends there: the blocks after it are
  * dropped (never handed out, never given back: leaked), and the cache
@@ -25,9 +26,11 @@
 #ifndef ALLOY_ALLOCATORS_FREELINK_H
 #define ALLOY_ALLOCATORS_FREELINK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Store next in the free block at block. */
 static inline void freelink_set(void *block, void *next)
@@ -45,6 +48,20 @@ static inline void *freelink_get(const void *block)
 static inline bool freelink_ok(const void *next, size_t align)
 {
 	return !((uintptr_t)next & (align - 1));
+}
+
+/*
+ * The free block p of a list of bytes-sized blocks held a link the cache
+ * did not write: count it in *seen, and say the first on stderr.
+ */
+static inline void freelink_report(_Atomic unsigned long long *seen,
+				   const char *cache, const void *p,
+				   size_t bytes)
+{
+	if (atomic_fetch_add(seen, 1) == 0)
+		fprintf(stderr,
+			"alloy: %s: the free block at %p (%zu bytes) was written to after its free: the blocks cached after it are dropped, not handed out (later ones are counted, not shown)\n",
+			cache, p, bytes);
 }
 
 #endif /* ALLOY_ALLOCATORS_FREELINK_H */

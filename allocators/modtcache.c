@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -68,10 +67,7 @@ static void set_depth(unsigned n)
  */
 static __attribute__((noinline, cold)) void *bad_link(void *p, size_t b)
 {
-	if (atomic_fetch_add(&bad_links, 1) == 0)
-		fprintf(stderr,
-			"alloy: %s: the free block at %p (%zu-byte class) was written to after its free: the blocks cached after it are dropped, not handed out (later ones are counted, not shown)\n",
-			backend.name, p, mtcache_bin_bytes(b));
+	freelink_report(&bad_links, backend.name, p, mtcache_bin_bytes(b));
 	return NULL;
 }
 
