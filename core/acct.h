@@ -65,6 +65,34 @@ ALLOY_HIDDEN struct alloy_allocator *alloy__pick_default_any(int device_type,
 /* Take back an allocation of size bytes counted on a that did not happen. */
 ALLOY_HIDDEN void alloy__uncount_alloc(struct alloy_allocator *a, size_t size);
 
+/*
+ * One allocation of size bytes from an allocator the caller named: count
+ * it on a, then look at a's state.  An unregister marks the allocator
+ * dying before it drains the windows and reads the counts, so either it
+ * sees this block or this sees it dying; false (nothing left counted)
+ * when it is.  `fast` as for alloy__pick_default.  Clears the thread's
+ * error mark.
+ */
+static inline __attribute__((always_inline)) bool
+alloy__count_on_live(struct alloy__tls *t, struct alloy_allocator *a,
+		     size_t size, bool fast)
+{
+	_Atomic int64_t *c = alloy__acct(t, a);
+
+	if (fast)
+		alloy__window_open_fast(t);
+	else
+		alloy__window_open(t);
+	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
+	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
+	alloy__window_close_clear_mark(t);
+	if (likely(atomic_load_explicit(&a->state, memory_order_relaxed) ==
+		   ALLOC_LIVE))
+		return true;
+	alloy__uncount_alloc(a, size);
+	return false;
+}
+
 /* The free of a thread that has no record (yet, or any more). */
 ALLOY_HIDDEN void alloy__count_free_slow(struct alloy_allocator *a,
 					 size_t size);

@@ -376,19 +376,11 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
 					   struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t = alloy__tls_self;
-	_Atomic int64_t *c;
 
-	if (unlikely(!t || alloy__slow_now(t)))
-		goto slow;
-	c = alloy__acct(t, a);
-	alloy__window_open_fast(t);
-	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
-	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
-	alloy__window_close_clear_mark(t);
-	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
-		     ALLOC_LIVE)) {
-		alloy__uncount_alloc(a, size);
-		goto slow;
+	if (unlikely(!t || alloy__slow_now(t) ||
+		     !alloy__count_on_live(t, a, size, true))) {
+		out->ctx = NULL;
+		return NULL;
 	}
 	if (!align)
 		align = (size_t)alloy__conf.align;
@@ -396,9 +388,6 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
 		align = sizeof(void *);
 	describe(out, a, a->ops.device_type, size, align);
 	return a->ops.alloc(a->ctx, size, align, flags);
-slow:
-	out->ctx = NULL;
-	return NULL;
 }
 
 int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
@@ -413,7 +402,6 @@ int(alloy_alloc)(struct alloy_allocator *a, size_t size, size_t align,
 		 unsigned flags, struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t;
-	_Atomic int64_t *c;
 	int rc;
 
 	if (unlikely(!out))
@@ -447,19 +435,7 @@ int(alloy_alloc)(struct alloy_allocator *a, size_t size, size_t align,
 		return alloy__error(-ENOMEM, __func__,
 				    "no memory for this thread's accounting");
 	}
-	/*
-	 * Count first, then look at the state: an unregister marks the
-	 * allocator dying before it drains the windows and reads the
-	 * counts, so either it sees this block or this sees it dying.
-	 */
-	c = alloy__acct(t, a);
-	alloy__window_open(t);
-	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
-	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
-	alloy__window_close(t);
-	if (unlikely(atomic_load_explicit(&a->state, memory_order_relaxed) !=
-		     ALLOC_LIVE)) {
-		alloy__uncount_alloc(a, size);
+	if (unlikely(!alloy__count_on_live(t, a, size, false))) {
 		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(-ENODEV, __func__,
 				    "allocator \"%s\" is being unregistered",

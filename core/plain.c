@@ -242,20 +242,9 @@ static void *alloc_on(struct alloy_allocator *a, size_t size, unsigned shift,
 		      const char *func)
 {
 	struct alloy__tls *t = alloy__tls_get();
-	_Atomic int64_t *c;
 
-	if (!t)
+	if (!t || !alloy__count_on_live(t, a, size, false))
 		return NULL;
-	c = alloy__acct(t, a);
-	alloy__window_open(t);
-	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
-	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
-	alloy__window_close_clear_mark(t);
-	if (atomic_load_explicit(&a->state, memory_order_relaxed) !=
-	    ALLOC_LIVE) {
-		alloy__uncount_alloc(a, size);
-		return NULL;
-	}
 	return alloc_from(a, a->ops.device_type, size,
 			  shift, 0, func);
 }
