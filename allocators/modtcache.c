@@ -35,6 +35,8 @@ static struct mtcache_backend backend;
 static pthread_key_t exit_key;
 static atomic_bool have_key;
 static _Atomic unsigned long long bad_links;
+/* The links' key (allocators/freelink.h), set by mtcache_init. */
+static uintptr_t link_key = UINTPTR_MAX;
 
 /*
  * The calling thread's cache, looked up once: the empty asm hides where
@@ -73,7 +75,7 @@ static __attribute__((noinline, cold)) void *bad_link(void *p, size_t b)
 
 static void *next_of(void *p, size_t b)
 {
-	void *next = freelink_get(p);
+	void *next = freelink_get(p, link_key);
 
 	return freelink_ok(next, MTCACHE_ALIGN) ? next : bad_link(p, b);
 }
@@ -122,6 +124,7 @@ int mtcache_init(const struct mtcache_backend *be)
 		mtcache_bin_of[i] = (unsigned char)qclass_of(
 			(i + 1) << MTCACHE_BIN_STEP_LG, MTCACHE_LG_MIN);
 	backend = *be;
+	link_key = freelink_key();
 	rc = pthread_key_create(&exit_key, thread_exit);
 	if (rc) {
 		set_depth(0);
@@ -161,7 +164,7 @@ void *mtcache_alloc(size_t size, bool zero)
 
 	if (__builtin_expect(!p, 0))
 		return backend.make(mtcache_bin_bytes(b), zero);
-	next = freelink_get(p);
+	next = freelink_get(p, link_key);
 	if (__builtin_expect(!freelink_ok(next, MTCACHE_ALIGN), 0))
 		return take_last(c, p, b, size, zero);
 	c->head[b] = next;
@@ -178,7 +181,7 @@ static bool room(const struct mtcache *c, const void *p, size_t b)
 
 static void push(struct mtcache *c, void *p, size_t b)
 {
-	freelink_set(p, c->head[b]);
+	freelink_set(p, c->head[b], link_key);
 	c->head[b] = p;
 	c->count[b]++;
 }
