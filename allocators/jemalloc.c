@@ -184,12 +184,11 @@ static void release_cached(void *ptr, size_t bytes)
 
 static bool classes_are_lists(void)
 {
-	for (size_t b = 0; b < MTCACHE_BINS; b++) {
-		size_t least = b ? mtcache_bin_bytes(b - 1) + 1 : MTCACHE_MIN;
-
-		if (nallocx(least, 0) != mtcache_bin_bytes(b))
+	/* Each class's least size must be jemalloc's class of the same bytes. */
+	for (size_t least = MTCACHE_MIN; least <= MTCACHE_MAX;
+	     least = mtcache_block_bytes(least) + 1)
+		if (nallocx(least, 0) != mtcache_block_bytes(least))
 			return false;
-	}
 	return true;
 }
 
@@ -375,7 +374,7 @@ static void *je_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 	new_size = new_size ? new_size : 1;
 	/* A block that may join the thread cache holds its list's bytes. */
 	if (thread_kind(s, new_size, align))
-		new_size = mtcache_bin_bytes(mtcache_bin(new_size));
+		new_size = mtcache_block_bytes(new_size);
 	f = align_flags(s, new_size, align) | s->flags;
 	/* realloc frees only for size 0, which is never asked here. */
 	if (!f && own.realloc)

@@ -158,7 +158,7 @@ static void *mi_alloy_realloc(void *ctx, void *ptr, size_t old_size,
 {
 	size_t usable = mi_usable_size(ptr);
 	size_t need = mtcache_covers(new_size, align) ?
-			      mtcache_bin_bytes(mtcache_bin(new_size)) :
+			      mtcache_block_bytes(new_size) :
 			      new_size;
 	void *p;
 

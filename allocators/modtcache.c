@@ -28,7 +28,25 @@ struct mtcache {
  */
 static __thread struct mtcache cache;
 
-MODCACHE_API unsigned char mtcache_bin_of[MTCACHE_MAX >> MTCACHE_BIN_STEP_LG];
+/*
+ * The list of each size in the range by (size - 1) / 256: the classes
+ * are 256 bytes apart or more, so a table of 256 answers at the cost of
+ * a load (filled by mtcache_init).
+ */
+#define BIN_STEP_LG 8
+static unsigned char bin_of[MTCACHE_MAX >> BIN_STEP_LG];
+
+/* The list of a request that mtcache_covers. */
+static inline size_t bin(size_t size)
+{
+	return bin_of[(size - 1) >> BIN_STEP_LG];
+}
+
+/* The bytes every block of list b holds: its class. */
+static inline size_t bin_bytes(size_t b)
+{
+	return qclass_bytes(b, MTCACHE_LG_MIN);
+}
 /* Blocks list b may hold: the option, capped by MTCACHE_BIN_BYTES. */
 static _Atomic unsigned char depth[MTCACHE_BINS];
 static struct mtcache_backend backend;
@@ -54,7 +72,7 @@ static inline struct mtcache *here(void)
 static void set_depth(unsigned n)
 {
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
-		size_t most = 1 + MTCACHE_BIN_BYTES / mtcache_bin_bytes(b);
+		size_t most = 1 + MTCACHE_BIN_BYTES / bin_bytes(b);
 
 		atomic_store_explicit(&depth[b],
 				      (unsigned char)(n < most ? n : most),
@@ -69,7 +87,7 @@ static void set_depth(unsigned n)
  */
 static __attribute__((noinline, cold)) void *bad_link(void *p, size_t b)
 {
-	freelink_report(&bad_links, backend.name, p, mtcache_bin_bytes(b));
+	freelink_report(&bad_links, backend.name, p, bin_bytes(b));
 	return NULL;
 }
 
@@ -95,7 +113,7 @@ static void flush(struct mtcache *c)
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
 		for (void *p = c->head[b], *next; p; p = next) {
 			next = next_of(p, b);
-			backend.release(p, mtcache_bin_bytes(b));
+			backend.release(p, bin_bytes(b));
 		}
 		c->head[b] = NULL;
 		c->count[b] = 0;
@@ -119,10 +137,10 @@ int mtcache_init(const struct mtcache_backend *be)
 	int rc;
 
 	/* Entry i: sizes 256 i + 1 .. 256 (i + 1); those below the range unused. */
-	for (size_t i = MTCACHE_MIN >> MTCACHE_BIN_STEP_LG;
-	     i < sizeof(mtcache_bin_of); i++)
-		mtcache_bin_of[i] = (unsigned char)qclass_of(
-			(i + 1) << MTCACHE_BIN_STEP_LG, MTCACHE_LG_MIN);
+	for (size_t i = MTCACHE_MIN >> BIN_STEP_LG;
+	     i < sizeof(bin_of); i++)
+		bin_of[i] = (unsigned char)qclass_of(
+			(i + 1) << BIN_STEP_LG, MTCACHE_LG_MIN);
 	backend = *be;
 	link_key = freelink_key();
 	rc = pthread_key_create(&exit_key, thread_exit);
@@ -158,12 +176,12 @@ int mtcache_option(const char *module, const char *value)
 
 void *mtcache_alloc(size_t size, bool zero)
 {
-	size_t b = mtcache_bin(size);
+	size_t b = bin(size);
 	struct mtcache *c = here();
 	void *p = c->head[b], *next;
 
 	if (__builtin_expect(!p, 0))
-		return backend.make(mtcache_bin_bytes(b), zero);
+		return backend.make(bin_bytes(b), zero);
 	next = freelink_get(p, link_key);
 	if (__builtin_expect(!freelink_ok(next, MTCACHE_ALIGN), 0))
 		return take_last(c, p, b, size, zero);
@@ -200,12 +218,12 @@ free_slow(struct mtcache *c, void *p, size_t b)
 		push(c, p, b);
 		return;
 	}
-	backend.release(p, mtcache_bin_bytes(b));
+	backend.release(p, bin_bytes(b));
 }
 
 void mtcache_free(void *ptr, size_t size)
 {
-	size_t b = mtcache_bin(size);
+	size_t b = bin(size);
 	struct mtcache *c = here();
 
 	if (__builtin_expect(!room(c, ptr, b) || !c->registered, 0)) {

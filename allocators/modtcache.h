@@ -73,23 +73,12 @@ static inline bool mtcache_covers(size_t size, size_t align)
 }
 
 /*
- * The list of each size in the range by (size - 1) / 256: the classes
- * are 256 bytes apart or more, so a table of 256 answers at the cost of
- * a load (filled by mtcache_init).
+ * The bytes the cache makes a block of a covered size with: its class's
+ * (any block of a list serves any request of the list).
  */
-#define MTCACHE_BIN_STEP_LG 8
-extern MODCACHE_API unsigned char mtcache_bin_of[MTCACHE_MAX >> MTCACHE_BIN_STEP_LG];
-
-/* The list of a request that mtcache_covers. */
-static inline size_t mtcache_bin(size_t size)
+static inline size_t mtcache_block_bytes(size_t size)
 {
-	return mtcache_bin_of[(size - 1) >> MTCACHE_BIN_STEP_LG];
-}
-
-/* The bytes every block of list b holds: its size class. */
-static inline size_t mtcache_bin_bytes(size_t b)
-{
-	return qclass_bytes(b, MTCACHE_LG_MIN);
+	return qclass_bytes(qclass_of(size, MTCACHE_LG_MIN), MTCACHE_LG_MIN);
 }
 
 struct mtcache_backend {
