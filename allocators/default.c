@@ -169,10 +169,23 @@ static void *recarve(void *ptr, size_t old_size, size_t new_size, size_t align)
  * The cache's side of a direct block, out of line: the other sizes then
  * reach glibc by a tail call, without a frame set up for the cache.
  */
+/* The bin's first block held a bad link (allocators/default_cache.h). */
+static __attribute__((noinline, cold)) void *cached_take_last(size_t size,
+							      bool zero)
+{
+	void *p = alloy__dcache_take_last(alloy__dcache_bin(size));
+
+	if (zero)
+		memset(p, 0, size);
+	return p;
+}
+
 static __attribute__((noinline)) void *cached_take(size_t size, bool zero)
 {
 	void *p = alloy__dcache_take(alloy__dcache_bin(size));
 
+	if (unlikely(p == ALLOY__DCACHE_BAD_LINK))
+		return cached_take_last(size, zero);
 	if (!p)
 		return direct_alloc(alloy__dcache_block_size(size), zero);
 	if (zero)

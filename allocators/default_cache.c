@@ -33,9 +33,12 @@ static void *next_of(void *p, size_t b)
 	return NULL;
 }
 
-void *alloy__dcache_take_last(struct alloy__tls *t, struct alloy__dcache *c,
-			      void *p, size_t b)
+void *alloy__dcache_take_last(size_t b)
 {
+	struct alloy__tls *t = alloy__tls_self;
+	struct alloy__dcache *c = t->cache;
+	void *p = c->head[b];
+
 	bad_link(p, b);
 	alloy__count_sub(&t->count[alloy__dcache_slot],
 			 (int64_t)(c->count[b] * alloy__dcache_bin_bytes(b)));

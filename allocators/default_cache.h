@@ -65,12 +65,18 @@ extern ALLOY_HIDDEN uintptr_t alloy__dcache_link_key;
 #define DCACHE_BLOCK_ALIGN _Alignof(max_align_t)
 
 /*
- * Hand out p, the head of bin b of c, whose link is not one the cache
- * wrote (allocators/freelink.h): the bin ends, and it is said once.
+ * What alloy__dcache_take returns when the first block of the bin holds a
+ * link the cache did not write (allocators/freelink.h): the caller takes
+ * alloy__dcache_take_last(b) instead, out of line, so that the common
+ * path calls nothing and keeps no registers.
  */
-ALLOY_HIDDEN void *alloy__dcache_take_last(struct alloy__tls *t,
-					   struct alloy__dcache *c, void *p,
-					   size_t b);
+#define ALLOY__DCACHE_BAD_LINK ((void *)1)
+
+/*
+ * The first block of this thread's bin b, whose link failed: handed out,
+ * the rest of the bin dropped, and said once.
+ */
+ALLOY_HIDDEN void *alloy__dcache_take_last(size_t b);
 /* A cache for t, NULL when none can be had (cold path of put). */
 ALLOY_HIDDEN struct alloy__dcache *alloy__dcache_create(struct alloy__tls *t);
 /* Empty the calling thread's cache into glibc; returns the bytes. */
@@ -130,7 +136,7 @@ static inline size_t alloy__dcache_block_size(size_t size)
 		       size;
 }
 
-/* A cached block for a request of bin b, or NULL. */
+/* A cached block for a request of bin b, NULL, or ALLOY__DCACHE_BAD_LINK. */
 static inline void *alloy__dcache_take(size_t b)
 {
 	struct alloy__tls *t = alloy__tls_self;
@@ -141,7 +147,7 @@ static inline void *alloy__dcache_take(size_t b)
 		return NULL;
 	next = freelink_get(p, alloy__dcache_link_key);
 	if (unlikely(!freelink_ok(next, DCACHE_BLOCK_ALIGN)))
-		return alloy__dcache_take_last(t, c, p, b);
+		return ALLOY__DCACHE_BAD_LINK;
 	c->head[b] = next;
 	c->count[b]--;
 	alloy__count_sub(&t->count[alloy__dcache_slot],
