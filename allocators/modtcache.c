@@ -47,6 +47,7 @@ static inline size_t bin_bytes(size_t b)
 {
 	return qclass_bytes(b, MTCACHE_LG_MIN);
 }
+
 /* Blocks list b may hold: the option, capped by MTCACHE_BIN_BYTES. */
 static _Atomic unsigned char depth[MTCACHE_BINS];
 static struct mtcache_backend backend;
