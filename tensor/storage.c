@@ -40,6 +40,12 @@ int alloy__copy_items(const char *func, const struct alloy_type_meta *t,
 			alloy_type_name(t),
 			alloy_device_type_name(src_dev.type),
 			alloy_device_type_name(dst_dev.type));
+	/* Registration lets a type go without copy (one never copied). */
+	if (!t->copy)
+		return alloy__error(
+			-ENOTSUP, func,
+			"elements of type %s cannot be copied: it has a ctor or dtor but no copy function",
+			alloy_type_name(t));
 	return t->copy(src, dst, n);
 }
 
@@ -169,6 +175,9 @@ static int allocate(const char *func, struct alloy_storage *s,
 				"constructing %zu elements of %s failed", nelem,
 				dtype->name);
 		}
+	} else if (!alloy_type_is_pod(dtype)) {
+		/* A type without ctor is constructed as zeroed bytes. */
+		memset(dp.ptr, 0, bytes);
 	}
 	s->buf.dp = dp;
 	s->buf.obj_type = dtype->dtor ? dtype : NULL;
@@ -197,12 +206,24 @@ int alloy__storage_prepare(const char *func, struct alloy_storage *s,
 			   size_t bytes)
 {
 	const struct alloy_type_meta *old = s->dtype;
+	bool plain = alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old));
 
 	s->dtype = dtype;
+	/*
+	 * No elements: only the label changes.  A buffer that holds (or was
+	 * made for) elements of a type with a ctor or dtor goes, so that a
+	 * later resize within its capacity never hands its bytes out as the
+	 * other type.
+	 */
+	if (nelem == 0) {
+		if (old != dtype && !plain) {
+			buffer_release(&s->buf);
+			s->capacity = 0;
+		}
+		return 0;
+	}
 	/* Plain bytes can be reinterpreted in place, e.g. int32 -> float. */
-	if (nelem == 0 ||
-	    (alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old)) &&
-	     s->capacity >= bytes))
+	if (plain && s->capacity >= bytes)
 		return 0;
 	return allocate(func, s, dtype, nelem, bytes);
 }

@@ -239,8 +239,13 @@ int alloy_tensor_resize(struct alloy_tensor *t, const int64_t *dims, int ndim)
 	rc = alloy__tensor_shape(__func__, t, dims, ndim, &numel, &bytes);
 	if (rc)
 		return rc;
-	/* The first resize only records dims: there is nothing to free. */
-	if (t->numel != -1 && numel != t->numel && must_free(t, bytes)) {
+	/*
+	 * A buffer too small (or kept against the rules) goes, whether or
+	 * not the tensor had dims: external memory shared before the first
+	 * resize is held to its byte count like any other.
+	 */
+	if (numel != t->numel && alloy__storage_data(t->storage) &&
+	    must_free(t, bytes)) {
 		rc = alloy_tensor_free_memory(t);
 		if (rc)
 			return rc;

@@ -371,6 +371,138 @@ START_TEST(share_external_pointer)
 }
 END_TEST
 
+/* External memory taken before any dims is held to its byte count. */
+START_TEST(external_memory_before_dims_is_held_to_its_size)
+{
+	struct test_alloc ta;
+	struct alloy_tensor *t = alloy_tensor_new(ALLOY_CPU);
+	float *mem = malloc(16), *p;
+	int64_t n = 1 << 20;
+
+	use_test_alloc(&ta, "t_ext_nodims");
+	ext_deleted = 0;
+	ck_assert_ok(alloy_tensor_share_external_pointer(t, mem, FLOAT, 16,
+							 ext_delete, NULL));
+	ck_assert_int_eq(alloy_tensor_numel(t), -1);
+	ck_assert_ok(alloy_tensor_resize(t, &n, 1));
+	/* 16 bytes cannot hold 4 MiB: the memory went back to its owner. */
+	ck_assert_int_eq(ext_deleted, 1);
+	p = alloy_tensor_raw_mutable_data(t, FLOAT);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_ne(p, mem);
+	ck_assert_uint_ge(alloy_tensor_capacity_nbytes(t), (size_t)n * 4);
+	ck_assert_int_eq(ta.allocs, 1);
+	p[n - 1] = 1.0f;
+	alloy_tensor_unref(t);
+
+	/* Memory large enough stays. */
+	t = alloy_tensor_new(ALLOY_CPU);
+	mem = malloc(64);
+	n = 16;
+	ck_assert_ok(alloy_tensor_share_external_pointer(t, mem, FLOAT, 64,
+							 ext_delete, NULL));
+	ck_assert_ok(alloy_tensor_resize(t, &n, 1));
+	ck_assert_ptr_eq(alloy_tensor_raw_mutable_data(t, FLOAT), mem);
+	ck_assert_int_eq(ext_deleted, 1);
+	alloy_tensor_unref(t);
+	ck_assert_int_eq(ext_deleted, 2);
+}
+END_TEST
+
+/*
+ * A 0-element tensor that changes type keeps its buffer only between
+ * POD types: one holding elements of the other kind must never be handed
+ * out after a resize within its capacity.
+ */
+START_TEST(zero_elements_retype_keeps_no_foreign_buffer)
+{
+	const struct alloy_type_meta *c = counted_type();
+	int64_t four = 4, zero = 0;
+	struct alloy_tensor *t = alloy_tensor_new_dims(ALLOY_CPU, &four, 1);
+	struct counted *e;
+	float *f;
+
+	memset(&counted_stats, 0, sizeof(counted_stats));
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, c));
+	ck_assert_int_eq(counted_stats.ctors, 4);
+	ck_assert_ok(alloy_tensor_resize(t, &zero, 1));
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, FLOAT));
+	ck_assert_int_eq(counted_stats.dtors, 4); /* gone with the label */
+	ck_assert_ok(alloy_tensor_resize(t, &four, 1));
+	f = alloy_tensor_raw_mutable_data(t, FLOAT);
+	ck_assert_ptr_nonnull(f);
+	f[3] = 2.0f;
+
+	/* The other way: float bytes never become counted elements. */
+	ck_assert_ok(alloy_tensor_resize(t, &zero, 1));
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, c));
+	ck_assert_ok(alloy_tensor_resize(t, &four, 1));
+	e = alloy_tensor_raw_mutable_data(t, c);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(counted_stats.ctors, 8);
+	ck_assert_uint_eq(e[3].magic, COUNTED_MAGIC);
+	alloy_tensor_unref(t);
+	ck_assert_int_eq(counted_stats.dtors, 8);
+	ck_assert_int_eq(counted_stats.bad_dtors, 0);
+
+	/* Between POD types the buffer stays. */
+	t = alloy_tensor_new_dims(ALLOY_CPU, &four, 1);
+	f = alloy_tensor_raw_mutable_data(t, FLOAT);
+	ck_assert_ok(alloy_tensor_resize(t, &zero, 1));
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(t, INT64));
+	ck_assert_ptr_eq(alloy_tensor_raw_data(t), f);
+	alloy_tensor_unref(t);
+}
+END_TEST
+
+static long dtor_nonzero;
+
+static void zero_check_dtor(void *p, size_t n)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < n; i++)
+		dtor_nonzero += w[i] != 0;
+}
+
+/*
+ * A type with a dtor but no ctor is constructed as zeroed bytes (the test
+ * allocator fills fresh memory with 0xa5); one without copy is refused
+ * wherever elements would be copied.
+ */
+START_TEST(type_without_ctor_or_copy)
+{
+	struct test_alloc ta;
+	struct alloy_type_meta m = {
+		.name = "no_ctor_no_copy",
+		.itemsize = sizeof(uint64_t),
+		.dtor = zero_check_dtor,
+	};
+	const struct alloy_type_meta *type;
+	int64_t n = 8;
+	struct alloy_tensor *t;
+	const uint64_t *w;
+
+	use_test_alloc(&ta, "t_no_copy");
+	ck_assert_ok(alloy_type_register(&m, &type));
+	ck_assert(!alloy_type_is_pod(type));
+	t = alloy_tensor_new_dims(ALLOY_CPU, &n, 1);
+	w = alloy_tensor_raw_mutable_data(t, type);
+	ck_assert_ptr_nonnull(w);
+	for (int i = 0; i < n; i++)
+		ck_assert_uint_eq(w[i], 0);
+	ck_assert_int_eq(alloy_tensor_extend(t, 100, 50), -ENOTSUP);
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_tensor_extend: elements of type no_ctor_no_copy cannot be copied: it has a ctor or dtor but no copy function");
+	ck_assert_int_eq(alloy_tensor_numel(t), 8); /* as it was */
+	ck_assert_ptr_null(alloy_tensor_clone(t));
+	ck_assert(strstr(alloy_last_error(), "cannot be copied"));
+	alloy_tensor_unref(t);
+	ck_assert_int_eq(dtor_nonzero, 0);
+}
+END_TEST
+
 START_TEST(share_external_pointer_on_shared_storage)
 {
 	struct alloy_tensor *t = iota(2, 2);
@@ -553,6 +685,9 @@ Suite *suite_tensor_ops(void)
 	tcase_add_test(tc, clone_is_deep);
 	tcase_add_test(tc, alias_shares_storage_not_dims);
 	tcase_add_test(tc, tensors_of_tensors);
+	tcase_add_test(tc, external_memory_before_dims_is_held_to_its_size);
+	tcase_add_test(tc, zero_elements_retype_keeps_no_foreign_buffer);
+	tcase_add_test(tc, type_without_ctor_or_copy);
 	suite_add_tcase(s, tc);
 	return s;
 }

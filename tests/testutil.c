@@ -46,8 +46,8 @@ static void *ta_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	ta->last_size = size;
 	ta->last_align = align;
 	ta->last_flags = flags;
-	if (flags & ALLOY_ALLOC_ZERO)
-		memset(base + room, 0, size);
+	/* Fresh memory is never zero here: code that needs zero must ask. */
+	memset(base + room, flags & ALLOY_ALLOC_ZERO ? 0 : 0xa5, size);
 	atomic_fetch_add(&ta->live_bytes, (long)size);
 	return base + room;
 }

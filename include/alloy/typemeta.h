@@ -63,7 +63,11 @@ struct alloy_type_meta {
 	int (*ctor)(void *p, size_t n);
 	/* Destroy n constructed elements at p. */
 	void (*dtor)(void *p, size_t n);
-	/* Assign n elements src -> dst, both constructed; 0 or -errno. */
+	/*
+	 * Assign n elements src -> dst, both constructed; 0 or -errno.
+	 * NULL on a type with ctor or dtor: its elements cannot be copied
+	 * (extend past capacity, copy_from and clone return -ENOTSUP).
+	 */
 	int (*copy)(const void *src, void *dst, size_t n);
 	/*
 	 * For blobs (blob.h): make and free one stand-alone object.  NULL:
