@@ -10,6 +10,7 @@
 #define ERRMSG_MAX 512
 
 static __thread char last_error[ERRMSG_MAX];
+static __thread int last_code;
 __thread unsigned alloy__error_mark __attribute__((tls_model("initial-exec")));
 
 const char *alloy_last_error(void)
@@ -17,9 +18,15 @@ const char *alloy_last_error(void)
 	return last_error;
 }
 
+int alloy_last_error_code(void)
+{
+	return last_code;
+}
+
 void alloy_clear_error(void)
 {
 	last_error[0] = '\0';
+	last_code = 0;
 }
 
 int alloy__verror(int err, const char *func, const char *fmt, va_list ap)
@@ -32,6 +39,7 @@ int alloy__verror(int err, const char *func, const char *fmt, va_list ap)
 	 */
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	snprintf(last_error, sizeof(last_error), "%.60s: %s", func, msg);
+	last_code = err;
 	++*alloy__error_mark_of();
 	return err;
 }

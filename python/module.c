@@ -9,11 +9,15 @@
  * before liballoy reads ALLOY_CONF and loads a backend.  Every function
  * that needs the library calls alloy__py_ready() first.
  */
+#include "module.h" /* Python.h first, as Python asks */
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "module.h"
+#include <unistd.h>
 
 static struct {
 	bool checked;
@@ -221,23 +225,59 @@ static PyObject *py_conf_errors(PyObject *self, PyObject *noargs)
 	return list;
 }
 
+/*
+ * The allocator of the plain block at the address addr holds, NULL when
+ * there is none; -1 with an exception set.  The C calls read the header
+ * in front of the block, which a pointer the caller holds always has;
+ * any int can come from Python, so the bytes are first tried by write(2)
+ * into a pipe, which fails with EFAULT where reading them would fault.
+ * The header fits in the ALLOY_PLAIN_ALIGN bytes before a block (its
+ * offset from the allocation is at least that).
+ */
+static int plain_owner(PyObject *addr, struct alloy_allocator **out)
+{
+	uintptr_t p = (uintptr_t)PyLong_AsVoidPtr(addr);
+	int fd[2];
+	ssize_t n;
+
+	*out = NULL;
+	if (!p && PyErr_Occurred())
+		return -1;
+	if (p < ALLOY_PLAIN_ALIGN)
+		return 0;
+	if (pipe2(fd, O_CLOEXEC)) {
+		PyErr_SetFromErrno(PyExc_OSError);
+		return -1;
+	}
+	n = write(fd[1], (const void *)(p - ALLOY_PLAIN_ALIGN),
+		  ALLOY_PLAIN_ALIGN);
+	close(fd[0]);
+	close(fd[1]);
+	if (n < 0 && errno != EFAULT) {
+		PyErr_SetFromErrno(PyExc_OSError);
+		return -1;
+	}
+	/* Short: the bytes run into a page that cannot be read. */
+	if (n == ALLOY_PLAIN_ALIGN)
+		*out = alloy_plain_allocator((const void *)p);
+	return 0;
+}
+
 static PyObject *py_plain_owns(PyObject *self, PyObject *addr)
 {
-	void *p = PyLong_AsVoidPtr(addr);
+	struct alloy_allocator *a;
 
-	if (!p && PyErr_Occurred())
+	if (plain_owner(addr, &a))
 		return NULL;
-	return PyBool_FromLong(p && alloy_plain_owns(p));
+	return PyBool_FromLong(a != NULL);
 }
 
 static PyObject *py_plain_allocator(PyObject *self, PyObject *addr)
 {
-	void *p = PyLong_AsVoidPtr(addr);
 	struct alloy_allocator *a;
 
-	if (!p && PyErr_Occurred())
+	if (plain_owner(addr, &a))
 		return NULL;
-	a = p ? alloy_plain_allocator(p) : NULL;
 	if (!a)
 		Py_RETURN_NONE;
 	return PyUnicode_FromString(alloy_allocator_name(a));
@@ -260,7 +300,7 @@ static PyMethodDef default_methods[] = {
 	{ "allocators", py_allocators, METH_NOARGS,
 	  "allocators() -> [{'name', 'device', 'origin', 'live_blocks', 'live_bytes'}]" },
 	{ "plain_owns", py_plain_owns, METH_O,
-	  "plain_owns(address) -> whether address is a live block alloy made for NumPy or PyTorch (the plain-pointer API); only for addresses of live blocks of some allocator" },
+	  "plain_owns(address) -> whether address is a live block alloy made for NumPy or PyTorch (the plain-pointer API); any int may be asked" },
 	{ "plain_allocator", py_plain_allocator, METH_O,
 	  "plain_allocator(address) -> the name of the allocator that made that block, or None" },
 	{ "plain_bad_frees", py_plain_bad_frees, METH_NOARGS,

@@ -126,6 +126,12 @@ static int parse_device(const char *s, struct alloy_device *dev)
 	}
 	dev->type = (int16_t)alloy__py_device_type(type);
 	dev->index = (int16_t)index;
+	if (dev->type == ALLOY_DEVICE_CPU && index != 0) {
+		PyErr_Format(PyExc_ValueError,
+			     "alloy: device \"%s\": the CPU is one device, cpu:0",
+			     s);
+		return -1;
+	}
 	return dev->type < 0 ? -1 : 0;
 }
 
@@ -150,10 +156,12 @@ static PyObject *py_empty(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	t = alloy_tensor_new_dims(dev, dims, ndim);
 	if (!t)
-		return alloy__py_raise(NULL, -EINVAL);
+		return alloy__py_raise(NULL, alloy_last_error_code());
 	if (!alloy_tensor_raw_mutable_data(t, type)) {
+		int rc = alloy_last_error_code();
+
 		alloy_tensor_unref(t);
-		return alloy__py_raise(PyExc_MemoryError, -ENOMEM);
+		return alloy__py_raise(NULL, rc);
 	}
 	return wrap(t);
 }
@@ -266,6 +274,13 @@ static PyObject *capsule_of(PyObject *obj)
 			Py_TYPE(obj)->tp_name);
 	/* Refuse a device before the producer hands its tensor over. */
 	dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+	if (dev && !PyTuple_Check(dev)) {
+		PyErr_Format(
+			PyExc_TypeError,
+			"alloy.from_dlpack: %s.__dlpack_device__() gave a %s, not a (type, id) tuple",
+			Py_TYPE(obj)->tp_name, Py_TYPE(dev)->tp_name);
+		Py_CLEAR(dev);
+	}
 	if (!dev || !PyArg_ParseTuple(dev, "ii", &type, &id)) {
 		Py_XDECREF(dev);
 		return NULL;
@@ -424,6 +439,16 @@ static int tensor_getbuffer(TensorObject *self, Py_buffer *view, int flags)
 				   : NULL,
 		.internal = dims,
 	};
+	/* C order is Fortran order too only with at most one dim over 1. */
+	if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS &&
+	    !PyBuffer_IsContiguous(view, 'F')) {
+		PyMem_Free(dims);
+		view->obj = NULL;
+		PyErr_SetString(
+			PyExc_BufferError,
+			"alloy: a tensor is C-contiguous, not Fortran-contiguous");
+		return -1;
+	}
 	Py_INCREF(self);
 	return 0;
 }

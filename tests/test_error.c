@@ -19,8 +19,22 @@ START_TEST(message_names_function_and_values)
 		      alloy_last_error());
 	ck_assert_msg(strstr(alloy_last_error(), "48"), "%s",
 		      alloy_last_error());
+	ck_assert_int_eq(alloy_last_error_code(), -EINVAL);
 	alloy_clear_error();
 	ck_assert_str_eq(alloy_last_error(), "");
+	ck_assert_int_eq(alloy_last_error_code(), 0);
+}
+END_TEST
+
+/* A function returning NULL tells its code through the last error. */
+START_TEST(code_of_a_null_result)
+{
+	int64_t dims[2] = { (int64_t)1 << 40, (int64_t)1 << 40 };
+
+	ck_assert_ptr_null(alloy_tensor_new_dims(ALLOY_CPU, dims, 2));
+	ck_assert_int_eq(alloy_last_error_code(), -EOVERFLOW);
+	ck_assert_ptr_null(alloy_find_allocator("no_such_allocator_here"));
+	ck_assert_int_eq(alloy_last_error_code(), -ENOENT);
 }
 END_TEST
 
@@ -60,6 +74,7 @@ Suite *suite_error(void)
 
 	tcase_add_test(tc, message_names_function_and_values);
 	tcase_add_test(tc, message_is_per_thread);
+	tcase_add_test(tc, code_of_a_null_result);
 	tcase_add_test(tc, strerror_names);
 	suite_add_tcase(s, tc);
 	return s;

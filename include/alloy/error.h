@@ -21,7 +21,13 @@ extern "C" {
 /* The message of the last failure on this thread ("" if none yet). */
 const char *alloy_last_error(void);
 
-/* Forget the last message on this thread. */
+/*
+ * The code that went with that message (a negative errno, e.g. -EOVERFLOW;
+ * 0 if none yet): what a function returning NULL failed with.
+ */
+int alloy_last_error_code(void);
+
+/* Forget the last message (and its code) on this thread. */
 void alloy_clear_error(void);
 
 /* A short name for a negative alloy return code, e.g. "EINVAL". */

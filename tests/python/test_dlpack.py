@@ -34,6 +34,29 @@ def test_empty_makes_a_tensor_from_the_default():
         alloy.empty((-1,))
     with pytest.raises(ValueError, match="device"):
         alloy.empty(3, device="tpu")
+    with pytest.raises(ValueError, match="cpu:0"):
+        alloy.empty(3, device="cpu:7")
+    # The library's own code decides the exception and its text.
+    with pytest.raises(OverflowError, match="product of the dims.*EOVERFLOW"):
+        alloy.empty([2 ** 40, 2 ** 40])
+    with pytest.raises(OverflowError, match="itemsize 4.*EOVERFLOW"):
+        alloy.empty(2 ** 62)
+
+
+def test_the_buffer_is_refused_where_fortran_order_is_asked():
+    import ctypes
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = (ctypes.py_object, ctypes.c_void_p, ctypes.c_int)
+    release = ctypes.pythonapi.PyBuffer_Release
+    release.argtypes = (ctypes.c_void_p,)
+    f_contiguous = 0x40 | 0x10 | 0x08  # PyBUF_F_CONTIGUOUS
+    view = ctypes.create_string_buffer(256)  # room for a Py_buffer
+    with pytest.raises(BufferError, match="not Fortran-contiguous"):
+        get(alloy.empty((2, 3)), view, f_contiguous)
+    # One dim over 1: C order is Fortran order too.
+    t = alloy.empty((1, 5))
+    assert get(t, view, f_contiguous) == 0
+    release(view)
 
 
 def test_alloy_to_numpy_is_the_same_buffer():
@@ -132,6 +155,13 @@ def test_wrong_device_and_wrong_objects_get_clear_errors():
 
     with pytest.raises(BufferError, match="7 \\(Vulkan\\)"):
         alloy.from_dlpack(Vulkan())
+
+    class ListDevice(Vulkan):
+        def __dlpack_device__(self):
+            return [1, 0]
+
+    with pytest.raises(TypeError, match="not a \\(type, id\\) tuple"):
+        alloy.from_dlpack(ListDevice())
     with pytest.raises(TypeError, match="no __dlpack__"):
         alloy.from_dlpack([1, 2, 3])
     import ctypes

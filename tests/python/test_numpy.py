@@ -29,6 +29,33 @@ def test_handler_is_named_alloy_and_arrays_are_alloys(on):
     assert alloy.plain_allocator(a.ctypes.data) == alloy.get_default()
 
 
+def test_any_address_may_be_asked_about(on):
+    """Memory alloy did not make, even right after an unreadable page,
+    gets False / None, never a fault."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    page = mmap.PAGESIZE
+    base = libc.mmap(None, 2 * page, mmap.PROT_READ | mmap.PROT_WRITE,
+                     mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value)
+    assert libc.mprotect(base, page, 0) == 0  # PROT_NONE
+    try:
+        for addr in (0, 8, base + page, base + page + 8, base + page + 16):
+            assert alloy.plain_owns(addr) is False
+            assert alloy.plain_allocator(addr) is None
+    finally:
+        libc.munmap(base, 2 * page)
+    a = np.arange(1000.0)
+    assert alloy.plain_owns(a.ctypes.data)
+    assert not alloy.plain_owns(a.ctypes.data + 64)
+
+
 def test_the_reporter_counts_arrays(on):
     with alloy.reporter():
         before = alloy.snapshot()["total"]
