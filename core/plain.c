@@ -232,23 +232,6 @@ alloc_from(struct alloy_allocator *a, int device_type,
 		explained ? alloy_last_error() : "");
 }
 
-/*
- * Allocate from a given allocator (not the default): count first, then
- * look at its state, as alloy_alloc does (core/alloc.c), so an
- * unregister either sees this block or this sees it dying.  NULL with no
- * message when it is dying: the caller goes to the default instead.
- */
-static void *alloc_on(struct alloy_allocator *a, size_t size, unsigned shift,
-		      const char *func)
-{
-	struct alloy__tls *t = alloy__tls_get();
-
-	if (!t || !alloy__count_on_live(t, a, size, false))
-		return NULL;
-	return alloc_from(a, a->ops.device_type, size,
-			  shift, 0, func);
-}
-
 /* The log2 of an alignment already checked to be a power of two. */
 static inline unsigned shift_of(size_t align)
 {
@@ -353,13 +336,20 @@ int alloy_posix_memalign(void **out, size_t alignment, size_t size)
 	void *p;
 
 	if (!out || !alignment || (alignment & (alignment - 1)) ||
-	    alignment % sizeof(void *) || alignment > ALLOY_ALIGN_MAX) {
+	    alignment % sizeof(void *)) {
 		alloy__error(
 			-EINVAL, __func__,
-			"alignment %zu is not a power of two multiple of %zu up to %zu%s",
-			alignment, sizeof(void *), ALLOY_ALIGN_MAX,
+			"alignment %zu is not a power of two multiple of %zu%s",
+			alignment, sizeof(void *),
 			out ? "" : " (or out is NULL)");
 		return EINVAL;
+	}
+	/* A valid alignment alloy cannot give is a lack of memory. */
+	if (alignment > ALLOY_ALIGN_MAX) {
+		alloy__error(-ENOMEM, __func__,
+			     "alignment %zu is larger than alloy gives (%zu)",
+			     alignment, ALLOY_ALIGN_MAX);
+		return ENOMEM;
 	}
 	p = plain_alloc(ALLOY_DEVICE_CPU, size, alignment, 0, __func__);
 	if (!p) {
@@ -378,14 +368,18 @@ void *alloy_malloc_on(int device_type, size_t size, size_t alignment,
 	return plain_slow(device_type, size, alignment, flags, __func__);
 }
 
-/* Not a live plain block: say so once, count it, touch nothing. */
-static __attribute__((noinline, cold)) void bad_free(const void *ptr)
+/*
+ * Not a live plain block, given to func: say so once, count it, touch
+ * nothing.
+ */
+static __attribute__((noinline, cold)) void bad_free(const void *ptr,
+						     const char *func)
 {
 	if (atomic_fetch_add(&bad_frees, 1) == 0)
 		fprintf(stderr,
-			"alloy: alloy_free(%p): not a block of alloy's plain-pointer API, or freed already; ignored (later ones are counted, not shown)\n",
-			ptr);
-	alloy__error(-EINVAL, "alloy_free",
+			"alloy: %s(%p): not a block of alloy's plain-pointer API, or freed already; ignored (later ones are counted, not shown)\n",
+			func, ptr);
+	alloy__error(-EINVAL, func,
 		     "%p is not a live block of the plain-pointer API", ptr);
 }
 
@@ -436,7 +430,7 @@ void alloy_free(void *ptr)
 	h = load_hdr(ptr);
 	a = owner_in(ptr, &h);
 	if (unlikely(!a)) {
-		bad_free(ptr);
+		bad_free(ptr, __func__);
 		return;
 	}
 	if (unlikely(tag_flags(h.tag) & PLAIN_REPORTED))
@@ -445,24 +439,14 @@ void alloy_free(void *ptr)
 		release(a, ptr, h.size, tag_shift(h.tag));
 }
 
+/*
+ * The size asked for, not the backend's rounded-up block: a program may
+ * write all the bytes this says (systemd's GREEDY_REALLOC does), and a
+ * realloc keeps exactly these, so the two must agree.
+ */
 size_t alloy_usable_size(const void *ptr)
 {
-	const struct plain_hdr *h;
-	struct alloy_allocator *a;
-	size_t off, usable;
-
-	if (!ptr)
-		return 0;
-	h = hdr_of(ptr);
-	a = owner_of(ptr);
-	if (!a)
-		return 0;
-	off = (size_t)1 << tag_shift(h->tag);
-	if (!a->ops.usable_size)
-		return h->size;
-	usable = a->ops.usable_size(a->ctx, (const char *)ptr - off,
-				    h->size + off);
-	return usable > h->size + off ? usable - off : h->size;
+	return ptr && owner_of(ptr) ? hdr_of(ptr)->size : 0;
 }
 
 /*
@@ -481,13 +465,19 @@ static void *realloc_in_place(struct alloy_allocator *a, void *ptr,
 		return NULL;
 	if (reported)
 		report_free(a, ptr, h->size, tag_shift(h->tag));
+	/*
+	 * Where the op moves the block, the old header stays behind in
+	 * freed memory: void it first, so that a stale free of ptr fails.
+	 */
+	h->check = 0;
 	base = a->ops.realloc(a->ctx, (char *)ptr - off, old + off, size + off,
 			      off);
 	if (!base) {
-		if (reported) { /* the old block is still there */
-			hdr_of(ptr)->tag &= ~((uint32_t)PLAIN_REPORTED << 24);
+		/* The old block is still there, no longer reported. */
+		h->tag &= ~((uint32_t)PLAIN_REPORTED << 24);
+		h->check = hdr_check(ptr, h->tag);
+		if (reported)
 			report_alloc(a, a->ops.device_type, ptr, old, off);
-		}
 		return NULL;
 	}
 	user = finish(a, base, size, MIN_SHIFT, 0);
@@ -500,6 +490,7 @@ static void *realloc_in_place(struct alloy_allocator *a, void *ptr,
 
 void *alloy_realloc(void *ptr, size_t size)
 {
+	struct alloy__tls *t;
 	struct alloy_allocator *a;
 	struct plain_hdr *h;
 	size_t old, align;
@@ -510,10 +501,9 @@ void *alloy_realloc(void *ptr, size_t size)
 	h = hdr_of(ptr);
 	a = owner_of(ptr);
 	if (!a) {
-		bad_free(ptr);
-		return fail(EINVAL, __func__,
-			    "%p is not a live block of the plain-pointer API",
-			    ptr);
+		bad_free(ptr, __func__);
+		errno = EINVAL;
+		return NULL;
 	}
 	if (size == 0) {
 		alloy_free(ptr);
@@ -535,8 +525,18 @@ void *alloy_realloc(void *ptr, size_t size)
 	 */
 	old = h->size;
 	align = (size_t)1 << tag_shift(h->tag);
-	n = alloc_on(a, size, tag_shift(h->tag), __func__);
-	if (!n)
+	/*
+	 * Counted first, then the maker's state looked at, as alloy_alloc
+	 * does (core/alloc.c): an unregister either sees this block or this
+	 * sees the maker dying.  A refusal of the maker is the answer; only
+	 * a dying maker (or a thread without a record) sends the block to
+	 * the default.
+	 */
+	t = alloy__tls_get();
+	if (t && alloy__count_on_live(t, a, size, false))
+		n = alloc_from(a, a->ops.device_type, size, tag_shift(h->tag),
+			       0, __func__);
+	else
 		n = plain_slow(a->ops.device_type, size, align, 0, __func__);
 	if (!n)
 		return NULL;

@@ -30,7 +30,7 @@ START_TEST(malloc_free_counted_on_the_default)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq((uintptr_t)p % ALLOY_PLAIN_ALIGN, 0);
 	memset(p, 0xab, 100);
-	ck_assert_int_ge(alloy_usable_size(p), 100);
+	ck_assert_int_eq(alloy_usable_size(p), 100);
 	ck_assert(alloy_plain_owns(p));
 	ck_assert_ptr_eq(alloy_plain_allocator(p), a);
 	ck_assert_int_eq(ta.allocs, 1);
@@ -139,6 +139,9 @@ START_TEST(aligned_allocation)
 	ck_assert_int_eq(alloy_posix_memalign(&p, 4, 8), EINVAL);
 	ck_assert_int_eq(alloy_posix_memalign(&p, 24, 8), EINVAL);
 	ck_assert_int_eq(alloy_posix_memalign(&p, 64, SIZE_MAX), ENOMEM);
+	/* A valid alignment alloy cannot give: no memory, not a bad value. */
+	ck_assert_int_eq(alloy_posix_memalign(&p, ALLOY_ALIGN_MAX * 2, 8),
+			 ENOMEM);
 	ck_assert_int_eq(errno, 1234); /* it returns the error */
 	ck_assert_int_eq(alloy_posix_memalign(&p, 128, 8), 0);
 	ck_assert_uint_eq((uintptr_t)p % 128, 0);
@@ -171,6 +174,130 @@ START_TEST(block_returns_to_its_maker_after_swap)
 	ck_assert_int_eq(ta.allocs, ta.frees);
 	ck_assert_int_eq(tb.allocs, tb.frees);
 	ck_assert_ok(alloy_unregister_allocator("t_plain_a"));
+}
+END_TEST
+
+/*
+ * An allocator whose realloc op always moves the block (through its own
+ * alloc and free) and whose blocks are roomier than asked.
+ */
+static struct alloy_allocator_ops moving_base;
+static long moving_reallocs;
+
+static void *moving_realloc(void *ctx, void *ptr, size_t old, size_t size,
+			    size_t align)
+{
+	void *n = moving_base.alloc(ctx, size, align, 0);
+
+	if (!n)
+		return NULL;
+	memcpy(n, ptr, old < size ? old : size);
+	moving_base.free(ctx, ptr, old, align);
+	moving_reallocs++;
+	return n;
+}
+
+static size_t roomy_usable_size(void *ctx, const void *ptr, size_t size)
+{
+	(void)ctx;
+	(void)ptr;
+	return size + 100;
+}
+
+static struct alloy_allocator *use_moving_allocator(struct test_alloc *ta)
+{
+	struct alloy_allocator_ops ops = test_alloc_ops("t_plain_moving");
+	struct alloy_allocator *a;
+
+	moving_base = ops;
+	ops.realloc = moving_realloc;
+	ops.usable_size = roomy_usable_size;
+	memset(ta, 0, sizeof(*ta));
+	snprintf(ta->name, sizeof(ta->name), "t_plain_moving");
+	ta->id = 4242;
+	ck_assert_ok(alloy_register_allocator(&ops, ta, "test", &a));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, a));
+	return a;
+}
+
+/*
+ * The allocator's realloc op moving a block leaves the old header in
+ * freed memory: a stale free of the old pointer must still be refused.
+ * The usable size is what was asked, all of which a realloc keeps.
+ */
+START_TEST(realloc_by_the_op_voids_the_old_block)
+{
+	static struct test_alloc ta;
+	struct alloy_allocator *a = use_moving_allocator(&ta);
+	char *p = alloy_malloc(200), *q;
+
+	ck_assert_uint_eq(alloy_usable_size(p), 200); /* not 200 + 100 */
+	memset(p, 'x', alloy_usable_size(p));
+	q = alloy_realloc(p, 100000);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_ne(q, p);
+	ck_assert_int_eq(moving_reallocs, 1);
+	ck_assert_int_eq(q[199], 'x');
+	ck_assert(!alloy_plain_owns(p));
+	alloy_free(p); /* stale */
+	ck_assert_int_eq(alloy_plain_bad_frees(), 1);
+	ck_assert_int_eq(ta.bad_frees, 0);
+	ck_assert_int_eq(ta.frees, 1); /* the op's own */
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 1);
+	ck_assert_int_eq(alloy_allocator_live_bytes(a), 100000);
+	alloy_free(q);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	ck_assert_int_eq(ta.allocs, ta.frees);
+}
+END_TEST
+
+/*
+ * A realloc that its block's maker refuses fails: it is not tried again
+ * on the default (that would move the block off its maker, and take two
+ * tries of a planned failure), and the block stays the caller's.
+ */
+START_TEST(realloc_refused_by_the_maker_fails)
+{
+	static struct test_alloc ta, tb;
+	struct alloy_allocator *a = use_test_allocator(&ta, "t_plain_refuse");
+	struct alloy_allocator *b = test_alloc_register(&tb, "t_plain_other");
+	char *p = alloy_malloc(64);
+
+	strcpy(p, "kept");
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, b));
+	atomic_store(&ta.fail_from, ta.allocs + 1);
+	errno = 0;
+	ck_assert_ptr_null(alloy_realloc(p, 1 << 16));
+	ck_assert_int_eq(errno, ENOMEM);
+	ck_assert_int_eq(tb.allocs, 0);
+	ck_assert_ptr_eq(alloy_plain_allocator(p), a);
+	ck_assert_str_eq(p, "kept");
+	alloy_free(p);
+	ck_assert_int_eq(alloy_plain_bad_frees(), 0);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+}
+END_TEST
+
+/*
+ * Failed reallocs of a block the reporter recorded, while the switched-
+ * off reporter drains and takes its hooks away at one of them: the block
+ * stays a live block of its maker after every one.
+ */
+START_TEST(failed_realloc_keeps_the_block_while_the_reporter_drains)
+{
+	char *p;
+
+	ck_assert_ok(alloy_reporter_enable());
+	p = alloy_malloc(100);
+	strcpy(p, "payload");
+	ck_assert_ok(alloy_reporter_disable());
+	for (int i = 0; i < 200; i++) {
+		ck_assert_ptr_null(alloy_realloc(p, (size_t)1 << 50));
+		ck_assert_msg(alloy_plain_owns(p), "lost after %d tries", i);
+	}
+	ck_assert_str_eq(p, "payload");
+	alloy_free(p);
+	ck_assert_int_eq(alloy_plain_bad_frees(), 0);
 }
 END_TEST
 
@@ -278,6 +405,9 @@ Suite *suite_plain(void)
 	tcase_add_test(tc, aligned_allocation);
 	tcase_add_test(tc, block_returns_to_its_maker_after_swap);
 	tcase_add_test(tc, foreign_and_double_frees_are_refused);
+	tcase_add_test(tc, realloc_by_the_op_voids_the_old_block);
+	tcase_add_test(tc, realloc_refused_by_the_maker_fails);
+	tcase_add_test(tc, failed_realloc_keeps_the_block_while_the_reporter_drains);
 	tcase_add_test(tc, reporter_sees_plain_blocks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");

@@ -65,7 +65,10 @@ void *alloy_reallocarray(void *ptr, size_t nmemb, size_t size);
  */
 void alloy_free(void *ptr);
 
-/* Bytes usable at ptr (at least what was asked); 0 for NULL. */
+/*
+ * Bytes usable at ptr: exactly what was asked (what a realloc keeps),
+ * whatever the allocator rounded the block up to; 0 for NULL.
+ */
 size_t alloy_usable_size(const void *ptr);
 
 /*
@@ -76,7 +79,8 @@ void *alloy_aligned_alloc(size_t alignment, size_t size);
 
 /*
  * posix_memalign's contract: 0 and *out, or EINVAL (alignment not a power
- * of two multiple of sizeof(void *)) or ENOMEM, *out untouched.
+ * of two multiple of sizeof(void *)) or ENOMEM (also for an alignment
+ * over ALLOY_ALIGN_MAX), *out untouched.
  */
 int alloy_posix_memalign(void **out, size_t alignment, size_t size);
 
