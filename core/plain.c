@@ -440,9 +440,9 @@ void alloy_free(void *ptr)
 }
 
 /*
- * The size asked for, not the backend's rounded-up block: a program may
- * write all the bytes this says (systemd's GREEDY_REALLOC does), and a
- * realloc keeps exactly these, so the two must agree.
+ * The size asked for, not the backend's rounded-up block: programs grow
+ * buffers into all the bytes this says, and a realloc keeps exactly
+ * these, so the two must agree.
  */
 size_t alloy_usable_size(const void *ptr)
 {
