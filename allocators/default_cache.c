@@ -10,7 +10,7 @@
 
 _Atomic unsigned alloy__dcache_depth = DCACHE_DEPTH_DEFAULT;
 int alloy__dcache_slot = -1;
-uintptr_t alloy__dcache_link_key = UINTPTR_MAX;
+struct freelink_key alloy__dcache_link_key = { UINTPTR_MAX, FREELINK_HIGH };
 
 /* glibc's free, by the name the default allocator uses (default.c). */
 static void (*release_block)(void *ptr);
@@ -25,7 +25,7 @@ static void bad_link(const void *p, size_t b)
 /* The block after p in bin b, or NULL where its link fails. */
 static void *next_of(void *p, size_t b)
 {
-	void *next = freelink_get(p, alloy__dcache_link_key);
+	void *next = freelink_get(p, &alloy__dcache_link_key);
 
 	if (freelink_ok(next, DCACHE_BLOCK_ALIGN))
 		return next;

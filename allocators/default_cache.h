@@ -60,7 +60,7 @@ extern ALLOY_HIDDEN int alloy__dcache_slot;
 /* Reserve the counter slot and set the retire hook; release frees a block. */
 ALLOY_HIDDEN int alloy__dcache_init(void (*release)(void *ptr));
 /* The links' key (allocators/freelink.h), set by alloy__dcache_init. */
-extern ALLOY_HIDDEN uintptr_t alloy__dcache_link_key;
+extern ALLOY_HIDDEN struct freelink_key alloy__dcache_link_key;
 /* What every block glibc makes is aligned to: the links' check. */
 #define DCACHE_BLOCK_ALIGN _Alignof(max_align_t)
 
@@ -145,7 +145,7 @@ static inline void *alloy__dcache_take(size_t b)
 
 	if (!t || !(c = t->cache) || !(p = c->head[b]))
 		return NULL;
-	next = freelink_get(p, alloy__dcache_link_key);
+	next = freelink_get(p, &alloy__dcache_link_key);
 	if (unlikely(!freelink_ok(next, DCACHE_BLOCK_ALIGN)))
 		return ALLOY__DCACHE_BAD_LINK;
 	c->head[b] = next;
@@ -169,7 +169,7 @@ static inline bool alloy__dcache_put(void *ptr, size_t b)
 	if (c->count[b] >= atomic_load_explicit(&alloy__dcache_depth,
 						memory_order_relaxed))
 		return false;
-	freelink_set(ptr, c->head[b], alloy__dcache_link_key);
+	freelink_set(ptr, c->head[b], &alloy__dcache_link_key);
 	c->head[b] = ptr;
 	c->count[b]++;
 	alloy__count_add(&t->count[alloy__dcache_slot],

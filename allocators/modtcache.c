@@ -55,7 +55,7 @@ static pthread_key_t exit_key;
 static atomic_bool have_key;
 static _Atomic unsigned long long bad_links;
 /* The links' key (allocators/freelink.h), set by mtcache_init. */
-static uintptr_t link_key = UINTPTR_MAX;
+static struct freelink_key link_key = { UINTPTR_MAX, FREELINK_HIGH };
 
 /*
  * The calling thread's cache, looked up once: the empty asm hides where
@@ -94,7 +94,7 @@ static __attribute__((noinline, cold)) void *bad_link(void *p, size_t b)
 
 static void *next_of(void *p, size_t b)
 {
-	void *next = freelink_get(p, link_key);
+	void *next = freelink_get(p, &link_key);
 
 	return freelink_ok(next, MTCACHE_ALIGN) ? next : bad_link(p, b);
 }
@@ -183,7 +183,7 @@ void *mtcache_alloc(size_t size, bool zero)
 
 	if (__builtin_expect(!p, 0))
 		return backend.make(bin_bytes(b), zero);
-	next = freelink_get(p, link_key);
+	next = freelink_get(p, &link_key);
 	if (__builtin_expect(!freelink_ok(next, MTCACHE_ALIGN), 0))
 		return take_last(c, p, b, size, zero);
 	c->head[b] = next;
@@ -200,7 +200,7 @@ static bool room(const struct mtcache *c, const void *p, size_t b)
 
 static void push(struct mtcache *c, void *p, size_t b)
 {
-	freelink_set(p, c->head[b], link_key);
+	freelink_set(p, c->head[b], &link_key);
 	c->head[b] = p;
 	c->count[b]++;
 }

@@ -202,10 +202,15 @@ static inline void backend_check_thread_cache(struct alloy_allocator *a,
 	ck_assert_ok(ops->set_option(ctx, "thread_cache", "7"));
 }
 
-/* The thread cache's links (allocators/freelink.h), at a DataPtr's 64. */
+/*
+ * The thread cache's links (allocators/freelink.h), at a DataPtr's 64;
+ * at 64 KiB too, where a backend's aligned blocks gave a zero written
+ * into a link a decoding that passed before the links had a secret.
+ */
 static inline void backend_check_bad_link(struct alloy_allocator *a)
 {
 	test_check_bad_link(a, 4000, 64);
+	test_check_bad_link(a, 65536, 64);
 }
 
 /*
