@@ -126,12 +126,6 @@ static int parse_device(const char *s, struct alloy_device *dev)
 	}
 	dev->type = (int16_t)alloy__py_device_type(type);
 	dev->index = (int16_t)index;
-	if (dev->type == ALLOY_DEVICE_CPU && index != 0) {
-		PyErr_Format(PyExc_ValueError,
-			     "alloy: device \"%s\": the CPU is one device, cpu:0",
-			     s);
-		return -1;
-	}
 	return dev->type < 0 ? -1 : 0;
 }
 

@@ -69,6 +69,12 @@ struct alloy_storage *alloy_storage_new(struct alloy_device dev,
 			     dev.type);
 		return NULL;
 	}
+	if (dev.type == ALLOY_DEVICE_CPU && dev.index != 0) {
+		alloy__error(-EINVAL, __func__,
+			     "the CPU is one device, index 0, not %d",
+			     dev.index);
+		return NULL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		alloy__error(-ENOMEM, __func__, "no memory for a storage");
