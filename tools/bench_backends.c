@@ -14,8 +14,7 @@
  * core does).  The ratio is raw time / module time: the module's
  * throughput relative to the library's own API.  The ops line splits the
  * gap into what the module costs and what alloy's allocation path adds
- * (bench core's subject); from the latter, each size also gets the ratio
- * a module with ops exactly as fast as raw would reach.  Instructions per pair of the four come from
+ * (bench core's subject).  Instructions per pair of the four come from
  * callgrind (tools/callgrind.c).
  *
  * Larson-style: each thread owns a set of slots and replaces a random
@@ -276,20 +275,6 @@ static int module_vs_raw(const struct bench_opts *opts, size_t bi,
 			bench_result("backends", metric, ratio[w][s], "x",
 				     GOAL_AT_LEAST, sz == 64 ? 0.75 : 0.95);
 		}
-		/*
-		 * What alloy's path adds to the ops is the framework's time.
-		 * With ops exactly as fast as raw the ratio would be this;
-		 * above it only a module faster than the library's own calls
-		 * gets (jemalloc's, on jemalloc's malloc and free).
-		 */
-		snprintf(metric, sizeof(metric),
-			 "%s %zu B with ops as fast as raw: "
-			 "raw / (raw + alloy_alloc - ops)",
-			 b->name, sz);
-		bench_result("backends", metric,
-			     med[WAY_RAW] / (med[WAY_RAW] + med[WAY_MODULE] -
-					     med[WAY_OPS]),
-			     "x", GOAL_NONE, 0);
 		for (int w = 0; w < NWAYS && !isnan(in[WAY_RAW]); w++) {
 			snprintf(metric, sizeof(metric),
 				 "%s %zu B instructions: %s", b->name, sz,
