@@ -14,8 +14,7 @@ int alloy__register_builtin_allocators(void)
 		/* the wrappers need their inner, "default", registered first */
 		alloy__register_fail_allocator,
 		alloy__register_debug_allocator,
-		/* then their inners, which may be each other */
-		alloy__wrap_resolve_inners,
+		/* their inners are resolved by the root, after ALLOY_PLUGINS */
 		/* the CUDA policies on the simulated device (no GPU needed) */
 		alloy__register_cuda_sim_allocators,
 	};

@@ -133,16 +133,19 @@ static void format_line(char *out, size_t len, const char *fmt, va_list ap)
 	alloy__escape(raw, out, len);
 }
 
+/*
+ * Every problem is counted; the first ALLOY_CONF_MAX_ERRORS are kept
+ * (alloy__conf_print_errors says how many more there were).
+ */
 void alloy__conf_add_error(struct alloy__conf *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->nerrors >= ALLOY_CONF_MAX_ERRORS)
+	if (c->nerrors++ >= ALLOY_CONF_MAX_ERRORS)
 		return;
 	va_start(ap, fmt);
-	format_line(c->errors[c->nerrors], sizeof(c->errors[0]), fmt, ap);
+	format_line(c->errors[c->nerrors - 1], sizeof(c->errors[0]), fmt, ap);
 	va_end(ap);
-	c->nerrors++;
 }
 
 void alloy__conf_report(const char *fmt, ...)
@@ -157,7 +160,8 @@ void alloy__conf_report(const char *fmt, ...)
 	/* A leaf lock: nothing is called while it is held. */
 	pthread_mutex_lock(&report_lock);
 	if (c->nerrors < ALLOY_CONF_MAX_ERRORS)
-		memcpy(c->errors[c->nerrors++], line, sizeof(line));
+		memcpy(c->errors[c->nerrors], line, sizeof(line));
+	c->nerrors++;
 	pthread_mutex_unlock(&report_lock);
 	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
 }
@@ -590,6 +594,9 @@ const char *alloy_conf_error(int i)
 	alloy__ensure_init();
 	if (i < 0 || i >= alloy__conf.nerrors)
 		return NULL;
+	_Static_assert(ALLOY_CONF_MAX_ERRORS == 32, "the text below says 32");
+	if (i >= ALLOY_CONF_MAX_ERRORS)
+		return "(not kept: only the first 32 problems are)";
 	return alloy__conf.errors[i];
 }
 

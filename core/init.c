@@ -67,9 +67,15 @@ void alloy__init_slow(void)
 
 void alloy__conf_print_errors(void)
 {
-	for (int i = 0; i < alloy__conf.nerrors; i++)
+	int n = alloy__conf.nerrors;
+
+	for (int i = 0; i < n && i < ALLOY_CONF_MAX_ERRORS; i++)
 		fprintf(stderr, "alloy: ALLOY_CONF: %s\n",
 			alloy__conf.errors[i]);
+	if (n > ALLOY_CONF_MAX_ERRORS)
+		fprintf(stderr,
+			"alloy: ALLOY_CONF: %d more problems, not shown (the first %d are above)\n",
+			n - ALLOY_CONF_MAX_ERRORS, ALLOY_CONF_MAX_ERRORS);
 }
 
 /* Install the configured default for a device type, or say why not. */

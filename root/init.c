@@ -30,6 +30,14 @@ static void compose(void)
 	 * Never in a setuid program: its caller would choose the code.
 	 */
 	alloy__plugins_load_list(alloy__secure_getenv("ALLOY_PLUGINS"));
+	/*
+	 * The wrappers' inners once every allocator of the start is in:
+	 * fail.inner:<a plugin's allocator> works like cpu:<it>, and an
+	 * inner may be another wrapper.
+	 */
+	if (alloy__wrap_resolve_inners())
+		fprintf(stderr, "alloy: initialisation: %s\n",
+			alloy_last_error());
 	alloy__conf_apply_defaults("default");
 	alloy__conf_check_options();
 	alloy__reporter_start();

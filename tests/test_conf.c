@@ -54,6 +54,40 @@ START_TEST(parse_defaults)
 }
 END_TEST
 
+static void init_counting(void *rc)
+{
+	*(int *)rc = alloy_init();
+}
+
+/*
+ * Past the 32 problems kept, every one is still counted and one line
+ * says how many more there were: none goes without a word.
+ */
+START_TEST(problems_past_the_kept_ones_are_counted)
+{
+	char text[1024] = "", item[32];
+	const char *out;
+	int rc;
+
+	for (int i = 0; i < 33; i++) {
+		snprintf(item, sizeof(item), "k%d:1,", i);
+		strcat(text, item);
+	}
+	strcat(text, "align:3");
+	test_set_conf(text);
+	out = test_stderr_of(init_counting, &rc);
+	ck_assert_int_eq(rc, 34);
+	ck_assert_int_eq(alloy_conf_error_count(), 34);
+	ck_assert_msg(strstr(out, "\"k31\": unknown key"), "%s", out);
+	ck_assert_msg(strstr(out, "2 more problems, not shown (the first 32 are above)"),
+		      "%s", out);
+	ck_assert(strstr(alloy_conf_error(31), "k31"));
+	ck_assert(strstr(alloy_conf_error(33), "not kept"));
+	ck_assert_ptr_null(alloy_conf_error(34));
+	ck_assert_uint_eq(alloy_conf_align(), 64); /* align:3 refused */
+}
+END_TEST
+
 START_TEST(sizes_and_bools)
 {
 	uint64_t n;
@@ -443,6 +477,7 @@ Suite *suite_conf(void)
 
 	tcase_add_test(tc, parse_good);
 	tcase_add_test(tc, parse_defaults);
+	tcase_add_test(tc, problems_past_the_kept_ones_are_counted);
 	tcase_add_test(tc, sizes_and_bools);
 	tcase_add_test(tc, parse_helpers_refuse_null);
 	tcase_add_test(tc, blanks_around_keys_and_values_are_cut);

@@ -52,6 +52,12 @@ ALLOY_CONF=cpu:nosuch "$ALLOY" demo --quick --out "$demo" >"$out" 2>"$err"
 check "an unknown allocator falls back to default" "grep -q 'first on the configured CPU default, \"default\"' \"\$out\""
 check "... saying where it looked" "grep -q 'no alloy_nosuch.so in' \"\$err\""
 
+# A wrapper's inner may be an ALLOY_PLUGINS allocator, as cpu: may.
+rc=0
+ALLOY_PLUGINS=$plugin ALLOY_CONF=cpu:fail,fail.inner:arena "$ALLOY" conf \
+	>"$out" 2>"$err" || rc=$?
+check "fail.inner names a plugin's allocator" '[ $rc -eq 0 ] && [ ! -s "$err" ]'
+
 # liballoy loaded late (as Python would): the jemalloc module cannot come,
 # and the error says how to fix it; the process goes on with mimalloc.
 if ldd "$top/.libs/liballoy.so" 2>/dev/null | grep -q libasan; then

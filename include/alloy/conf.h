@@ -39,7 +39,10 @@ int alloy_init(void);
 /* The number of errors found in ALLOY_CONF (after alloy_init). */
 int alloy_conf_error_count(void);
 
-/* The text of the i-th error (0-based), or NULL. */
+/*
+ * The text of the i-th error (0-based), or NULL past the count.  The
+ * first 32 are kept; later ones are counted, and their text says so.
+ */
 const char *alloy_conf_error(int i);
 
 /*
