@@ -52,6 +52,9 @@ int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
 	size_t n;
 
 	alloy__ensure_init();
+	ALLOY_ENFORCE(!alloy__plugin_hook_running(), -EPERM,
+		      "%s: a plugin's init or fini may not register contexts; list them in its descriptor",
+		      alloy__plugin_hook_running());
 	ALLOY_ENFORCE(ops, -EINVAL, "ops is NULL");
 	ALLOY_ENFORCE(ops->abi_major == ALLOY_ABI_MAJOR, -EINVAL,
 		      "context ABI major %u, this alloy speaks %u",
@@ -102,6 +105,8 @@ int alloy_unregister_context(int device_type)
 	}
 	pthread_mutex_unlock(&context_lock);
 	ALLOY_ENFORCE(c, -ENOENT, "no context for device type %d", device_type);
+	/* No thread is still inside one of its ops after this (see op_get). */
+	alloy__synchronize();
 	return 0;
 }
 
@@ -109,6 +114,27 @@ int alloy_has_context(int device_type)
 {
 	alloy__ensure_init();
 	return get(device_type) != NULL;
+}
+
+/*
+ * The context of type for one op call, looked up inside a grace section
+ * that op_put ends after the call: alloy_unregister_context waits for
+ * such sections, so the plugin that provided a context is never unloaded
+ * while a thread still runs its code.  A thread without a record (one
+ * that is exiting) calls without.
+ */
+static struct context *op_get(int type, struct alloy__tls **t)
+{
+	*t = alloy__tls_get();
+	if (*t)
+		alloy__enter(*t);
+	return get(type);
+}
+
+static void op_put(struct alloy__tls *t)
+{
+	if (t)
+		alloy__leave(t);
 }
 
 static int no_context(const char *func, struct alloy_device dev)
@@ -126,16 +152,17 @@ static int no_context(const char *func, struct alloy_device dev)
 int alloy_context_new(struct alloy_device dev, size_t nbytes,
 		      struct alloy_data_ptr *out)
 {
+	struct alloy__tls *t;
 	struct context *c;
 	int rc;
 
 	ALLOY_ENFORCE(out, -EINVAL, "out is NULL");
 	*out = ALLOY_DATA_PTR_INIT;
 	alloy__ensure_init();
-	c = get(dev.type);
-	if (!c)
-		return no_context(__func__, dev);
-	rc = c->ops.new_bytes(c->ctx, dev, nbytes, out);
+	c = op_get(dev.type, &t);
+	rc = c ? c->ops.new_bytes(c->ctx, dev, nbytes, out)
+	       : no_context(__func__, dev);
+	op_put(t);
 	if (!rc)
 		out->device = dev;
 	return rc;
@@ -178,7 +205,9 @@ int alloy_copy_bytes_async(size_t nbytes, const void *src,
 			   struct alloy_device dst_dev, void *stream)
 {
 	struct alloy_device via;
+	struct alloy__tls *t;
 	struct context *c;
+	int rc;
 
 	alloy__ensure_init();
 	if (nbytes == 0)
@@ -192,11 +221,12 @@ int alloy_copy_bytes_async(size_t nbytes, const void *src,
 			"no direct copy from %s to %s; copy through the CPU",
 			alloy_device_type_name(src_dev.type),
 			alloy_device_type_name(dst_dev.type));
-	c = get(via.type);
-	if (!c)
-		return no_context("alloy_copy_bytes", via);
-	return c->ops.copy_bytes(c->ctx, nbytes, src, src_dev, dst, dst_dev,
-				 stream);
+	c = op_get(via.type, &t);
+	rc = c ? c->ops.copy_bytes(c->ctx, nbytes, src, src_dev, dst, dst_dev,
+				   stream)
+	       : no_context("alloy_copy_bytes", via);
+	op_put(t);
+	return rc;
 }
 
 int alloy_copy_bytes(size_t nbytes, const void *src,
@@ -214,7 +244,9 @@ static bool host_memory(int type)
 
 int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n)
 {
+	struct alloy__tls *t;
 	struct context *c;
+	int rc;
 
 	alloy__ensure_init();
 	if (n == 0)
@@ -222,9 +254,13 @@ int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n)
 	ALLOY_ENFORCE(ptr, -EINVAL, "NULL pointer for a %zu-byte memset", n);
 	ALLOY_ENFORCE((unsigned)dev.type < ALLOY_DEVICE_TYPE_COUNT, -EINVAL,
 		      "unknown device type %d", dev.type);
-	c = get(dev.type);
-	if (c && c->ops.memset_bytes)
-		return c->ops.memset_bytes(c->ctx, dev, ptr, byte, n, NULL);
+	c = op_get(dev.type, &t);
+	if (c && c->ops.memset_bytes) {
+		rc = c->ops.memset_bytes(c->ctx, dev, ptr, byte, n, NULL);
+		op_put(t);
+		return rc;
+	}
+	op_put(t);
 	ALLOY_ENFORCE(host_memory(dev.type), -ENOTSUP,
 		      "%s memory cannot be set from the host and %s",
 		      alloy_device_type_name(dev.type),
@@ -236,11 +272,15 @@ int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n)
 
 int alloy_context_synchronize(struct alloy_device dev)
 {
+	struct alloy__tls *t;
 	struct context *c;
+	int rc;
 
 	alloy__ensure_init();
-	c = get(dev.type);
-	if (!c)
-		return no_context(__func__, dev);
-	return c->ops.synchronize ? c->ops.synchronize(c->ctx, dev) : 0;
+	c = op_get(dev.type, &t);
+	rc = !c			? no_context(__func__, dev)
+	     : c->ops.synchronize ? c->ops.synchronize(c->ctx, dev)
+				  : 0;
+	op_put(t);
+	return rc;
 }

@@ -358,6 +358,17 @@ ALLOY_HIDDEN void alloy__synchronize(void);
  * arena.
  */
 ALLOY_HIDDEN void alloy__fork_setup(void);
+
+/* The path of the plugin whose init or fini this thread runs, or NULL. */
+ALLOY_HIDDEN const char *alloy__plugin_hook_running(void);
+
+/* A layer's fork handlers, run inside core's outermost lock (fork.c). */
+struct alloy__fork_handlers {
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+ALLOY_HIDDEN void alloy__fork_nest(const struct alloy__fork_handlers *h);
 ALLOY_HIDDEN void alloy__plugin_fork_lock(void);
 ALLOY_HIDDEN void alloy__plugin_fork_unlock(void);
 ALLOY_HIDDEN void alloy__registry_fork_lock(void);

@@ -309,6 +309,38 @@ static bool unregister_all(struct plugin *p)
 	return clean;
 }
 
+/*
+ * The plugin whose init or fini this thread is running.  What those
+ * registered themselves would escape the plugin's bookkeeping: a refused
+ * load or an unload unregisters what the descriptor lists, then unmaps
+ * the code, and an allocator registered from init stayed registered
+ * with its ops in unmapped memory.  So the registry refuses it
+ * (alloy__plugin_hook_running).
+ */
+static __thread const char *hook_of;
+
+const char *alloy__plugin_hook_running(void)
+{
+	return hook_of;
+}
+
+static int run_init(struct plugin *p)
+{
+	int rc;
+
+	hook_of = p->path;
+	rc = p->desc.init();
+	hook_of = NULL;
+	return rc;
+}
+
+static void run_fini(struct plugin *p)
+{
+	hook_of = p->path;
+	p->desc.fini();
+	hook_of = NULL;
+}
+
 static int register_all(struct plugin *p)
 {
 	const struct alloy_plugin_descriptor *d = &p->desc;
@@ -409,7 +441,7 @@ static int load_locked(const char *path)
 
 	if (p->desc.init) {
 		alloy_clear_error();
-		rc = p->desc.init();
+		rc = run_init(p);
 		if (rc) {
 			rc = wrap_error(rc > 0 ? -EIO : rc, path,
 					"plugin init failed");
@@ -432,7 +464,7 @@ err_unregister:
 		return rc;
 	}
 	if (p->desc.fini)
-		p->desc.fini();
+		run_fini(p);
 err_close:
 	dlclose(p->handle);
 	p->handle = NULL;
@@ -503,7 +535,7 @@ int alloy_plugin_unload(const char *path)
 		goto out;
 	}
 	if (p->desc.fini)
-		p->desc.fini();
+		run_fini(p);
 	dlclose(p->handle);
 	memset(p, 0, sizeof(*p));
 out:

@@ -48,7 +48,8 @@ static void counter_init(struct rep_counter *c, int slot);
  * fork(): hold every reporter lock across it, so the child does not
  * inherit one held by a thread that does not exist there.  The child
  * keeps counting (its blocks are copies); its files are its own only
- * where their paths have %p (session.c).
+ * where their paths have %p (session.c).  Core runs these inside its
+ * plugin lock (core/fork.c says why).
  */
 static void fork_prepare(void)
 {
@@ -77,9 +78,15 @@ static void fork_child(void)
 	alloy__rep_session_forked();
 }
 
+static const struct alloy__fork_handlers fork_handlers = {
+	.prepare = fork_prepare,
+	.parent = fork_parent,
+	.child = fork_child,
+};
+
 static void init_once(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	alloy__fork_nest(&fork_handlers);
 	R.slots = alloy__tcount_reserve(
 		ALLOY_REPORTER_MAX_ENTRIES * REP_C_COUNT + 1);
 	R.init_rc = R.slots < 0 ? R.slots : 0;

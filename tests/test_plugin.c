@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <alloy/plugin.h>
@@ -143,6 +144,114 @@ START_TEST(init_fails)
 	/* Refused every time, the same way. */
 	assert_refused(PLUGIN("init_fails"), -ENODEV, "plugin init failed",
 		       "init_fails_alloc");
+}
+END_TEST
+
+/*
+ * An init that registers an allocator itself is refused: a refused load
+ * or an unload unregisters only what the descriptor lists before it
+ * unmaps the code, so such an allocator would stay with its ops gone.
+ */
+START_TEST(init_may_not_register)
+{
+	assert_refused(PLUGIN("self_register"), -EPERM,
+		       "may not register allocators; list them in its descriptor",
+		       "self_register_one");
+	ck_assert_ptr_null(alloy_find_allocator("self_register_extra"));
+}
+END_TEST
+
+static void *load_in_thread(void *path)
+{
+	return (void *)(intptr_t)alloy_plugin_load(path);
+}
+
+/*
+ * fork() while another thread runs a plugin's init that allocates, with
+ * the reporter on: the init holds the plugin lock and takes the
+ * reporter's; fork's handlers must take them in that order too (they
+ * took the reporter's first, and both threads hung).  The fork comes
+ * during the init's wait; at worst (a slow start) it comes before the
+ * init, and the test checks less, never fails wrongly.
+ */
+START_TEST(fork_while_a_plugin_init_allocates)
+{
+	pthread_t loader;
+	void *rc;
+	pid_t pid;
+	int status;
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_int_eq(pthread_create(&loader, NULL, load_in_thread,
+					(void *)PLUGIN("slow_init")),
+			 0);
+	usleep(50 * 1000);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		void *p = alloy_malloc(10); /* the child's locks work */
+
+		alloy_free(p);
+		_exit(p ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pthread_join(loader, &rc);
+	ck_assert_int_eq((intptr_t)rc, 0);
+	ck_assert_ptr_nonnull(alloy_find_allocator("slow_init_one"));
+}
+END_TEST
+
+static void *context_new_in_thread(void *arg)
+{
+	struct alloy_data_ptr dp;
+
+	(void)arg;
+	return (void *)(intptr_t)alloy_context_new(
+		(struct alloy_device){ ALLOY_DEVICE_CUDA_HOST, 0 }, 64, &dp);
+}
+
+static void *unload_in_thread(void *path)
+{
+	return (void *)(intptr_t)alloy_plugin_unload(path);
+}
+
+/*
+ * Unloading a plugin whose context op another thread is inside waits
+ * for the op to return; it unmapped the code under it.
+ */
+START_TEST(unload_waits_for_context_ops)
+{
+	const char *path = PLUGIN("slow_context");
+	pthread_t user, unloader;
+	bool (*entered)(void);
+	void (*release)(void);
+	void *h, *rc;
+
+	ck_assert_ok(alloy_plugin_load(path));
+	h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	ck_assert_ptr_nonnull(h);
+	*(void **)&entered = dlsym(h, "slow_context_entered");
+	*(void **)&release = dlsym(h, "slow_context_release");
+	ck_assert(entered && release);
+	ck_assert_int_eq(pthread_create(&user, NULL, context_new_in_thread,
+					NULL),
+			 0);
+	while (!entered())
+		usleep(1000);
+	ck_assert_int_eq(pthread_create(&unloader, NULL, unload_in_thread,
+					(void *)path),
+			 0);
+	/* The unload cannot finish while the op runs (can only pass here). */
+	usleep(100 * 1000);
+	ck_assert_int_eq(pthread_tryjoin_np(unloader, &rc), EBUSY);
+	release();
+	dlclose(h);
+	pthread_join(user, &rc);
+	ck_assert_int_eq((intptr_t)rc, -ENOMEM);
+	pthread_join(unloader, &rc);
+	ck_assert_int_eq((intptr_t)rc, 0);
+	ck_assert(!alloy_has_context(ALLOY_DEVICE_CUDA_HOST));
 }
 END_TEST
 
@@ -634,6 +743,9 @@ Suite *suite_plugin(void)
 	tcase_add_test(loading, replaceable_plugin_refused_in_secure_mode);
 	tcase_add_test(loading, secure_mode_ignores_plugin_and_module_env);
 	tcase_add_test(loading, plugin_and_module_env_load_normally);
+	tcase_add_test(loading, init_may_not_register);
+	tcase_add_test(loading, fork_while_a_plugin_init_allocates);
+	tcase_add_test(loading, unload_waits_for_context_ops);
 	suite_add_tcase(s, broken);
 	suite_add_tcase(s, good);
 	suite_add_tcase(s, loading);
