@@ -484,14 +484,20 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 						       : NULL;
 		void *p;
 
-		/* The reporter sees the old block go and the new one come. */
+		/*
+		 * The reporter sees the old block go and the new one come.
+		 * The hooks are read again for the coming one, in a section
+		 * (report_alloc): the reporter may have been switched off
+		 * and unhooked during the op, and the hooks read before it
+		 * would record a block no free would ever take out.
+		 */
 		if (h)
 			h->on_free(a, dp);
 		p = a->ops.realloc(a->ctx, dp->ptr, dp->size, new_size,
 				   dp->align);
 		if (!p) {
 			if (h)
-				h->on_alloc(a, dp);
+				report_alloc(a, dp);
 			return alloy__error(
 				-ENOMEM, __func__,
 				"allocator \"%s\" could not grow %zu to %zu bytes",
@@ -503,7 +509,7 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 		dp->ptr = p;
 		dp->size = new_size;
 		if (h)
-			h->on_alloc(a, dp);
+			report_alloc(a, dp);
 		return 0;
 	}
 	/*
