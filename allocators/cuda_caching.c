@@ -735,11 +735,10 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	b->requested = 0;
 }
 
-static void *cc_alloc_async(void *ctx, size_t req, size_t align, unsigned flags,
-			    void *stream)
+/* A block of req bytes on device, ordered on stream (a stream of it). */
+static void *alloc_on(struct cc *cc, int device, size_t req, size_t align,
+		      unsigned flags, void *stream)
 {
-	struct cc *cc = ctx;
-	int device = alloy_cuda_current_device();
 	struct cc_device *d;
 	struct cc_block *b = NULL;
 	size_t size;
@@ -791,6 +790,13 @@ out_unlock:
 		cc->b.src.ops->dev_memset(cc->b.src.ctx, device, (void *)b->ptr,
 					  0, req, stream);
 	return (void *)b->ptr;
+}
+
+static void *cc_alloc_async(void *ctx, size_t req, size_t align, unsigned flags,
+			    void *stream)
+{
+	return alloc_on(ctx, alloy_cuda_current_device(), req, align, flags,
+			stream);
 }
 
 static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags)
@@ -1020,7 +1026,7 @@ static void cc_fini(void *ctx)
 
 /*
  * Grow or shrink keeping the contents: a new block on the old one's
- * stream, a device-to-device copy ordered on that stream, then the old
+ * device and stream, a device-to-device copy ordered on that stream, then the old
  * block freed (reused only by later work on the same stream).  Never a
  * host memcpy: the bytes are on the device.
  */
@@ -1042,7 +1048,8 @@ static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 			     "realloc: %p is not a live block", ptr);
 		return NULL;
 	}
-	p = cc_alloc_async(ctx, new_size, align, 0, stream);
+	/* On the block's device, whichever the calling thread is on. */
+	p = alloc_on(cc, device, new_size, align, 0, stream);
 	if (!p)
 		return NULL;
 	if (cc->b.src.ops->copy(cc->b.src.ctx, device, p, ptr,

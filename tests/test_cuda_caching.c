@@ -969,6 +969,46 @@ START_TEST(realloc_copies_on_the_device)
 }
 END_TEST
 
+/*
+ * The grown block lives where the old one did, not on the device the
+ * calling thread happens to be on (device 5 does not exist at all).
+ */
+START_TEST(realloc_keeps_the_block_on_its_device)
+{
+	struct alloy_allocator *a = fresh(1ull << 30), *pl;
+	struct alloy_cuda_stats s1 = { .size = sizeof(s1),
+				       .version = ALLOY_CUDA_STATS_VERSION };
+	struct alloy_data_ptr x;
+
+	ck_assert_ok(alloy_cuda_sim_set_device_count(sim, 2));
+	ck_assert_ok(alloy_cuda_plain_register_sim(sim, "plain_dev", &pl));
+	ck_assert_ok(alloy_cuda_set_device(1));
+	get(a, 4096, &x);
+	memset(x.ptr, 0x5a, 4096);
+	ck_assert_ok(alloy_cuda_set_device(0));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 8192));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[4095], 0x5a);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].current, 0);
+	ck_assert_ok(alloy_cuda_caching_stats(a, 1, &s1));
+	ck_assert_int_eq(s1.allocated_bytes[0].current, 8192);
+	ck_assert_int_eq(s1.allocation[0].current, 1);
+	ck_assert_ok(alloy_cuda_set_device(5));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 16384));
+	ck_assert_ok(alloy_cuda_caching_stats(a, 1, &s1));
+	ck_assert_int_eq(s1.allocated_bytes[0].current, 16384);
+	alloy_data_ptr_free(&x);
+
+	ck_assert_ok(alloy_cuda_set_device(1));
+	ck_assert_ok(alloy_alloc(pl, 4096, 0, 0, &x));
+	memset(x.ptr, 0x6b, 4096);
+	ck_assert_ok(alloy_cuda_set_device(5));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 8192));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[4095], 0x6b);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_cuda_set_device(0));
+}
+END_TEST
+
 START_TEST(plain_allocator_makes_a_device_call_per_block)
 {
 	struct alloy_allocator *pl;
@@ -1129,6 +1169,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, peaks_reset_to_current);
 	tcase_add_test(tc, registry_stats_come_from_the_allocator);
 	tcase_add_test(tc, realloc_copies_on_the_device);
+	tcase_add_test(tc, realloc_keeps_the_block_on_its_device);
 	tcase_add_test(tc, plain_allocator_makes_a_device_call_per_block);
 	tcase_add_test(tc, async_allocator_orders_on_streams);
 	tcase_add_test(tc, unregistering_returns_the_cache);
