@@ -370,10 +370,24 @@ static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
 	return size;
 }
 
-/* Unregistered (no live blocks): give the cached blocks back. */
+/*
+ * Unregistered (no live blocks): give every block back.  Freed blocks
+ * still waiting for copies are waited for here, since nothing would ever
+ * look at the pending list again: trimming alone leaked them.
+ */
 static void ch_fini(void *ctx)
 {
-	ch_trim(ctx);
+	struct ch *ch = ctx;
+
+	pthread_mutex_lock(&ch->b.lock);
+	for (struct ch_block *b = ch->pending; b; b = b->next)
+		for (size_t i = 0; i < b->events.n; i++)
+			ch->b.src.ops->event_synchronize(ch->b.src.ctx,
+							 b->events.v[i]);
+	/* A block whose wait failed stays pending: its copy may still run. */
+	process_pending(ch);
+	release_cached(ch);
+	pthread_mutex_unlock(&ch->b.lock);
 }
 
 static const struct alloy_allocator_ops ch_template = {

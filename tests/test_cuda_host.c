@@ -234,6 +234,27 @@ START_TEST(trim_gives_cached_blocks_back)
 }
 END_TEST
 
+START_TEST(unregistering_waits_for_pending_blocks_and_returns_them)
+{
+	struct alloy_allocator *a = fresh();
+	struct alloy_cuda_sim_counts c;
+	struct alloy_data_ptr x, y;
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	ck_assert_ok(alloy_alloc(a, 1 << 20, 0, 0, &x));
+	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &y));
+	ck_assert_ok(alloy_cuda_record_stream(&x, s1));
+	alloy_data_ptr_free(&x); /* pending: the copy on s1 has not run */
+	alloy_data_ptr_free(&y); /* cached */
+	ck_assert_ok(alloy_unregister_allocator("ch_test"));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.host_bytes_in_use, 0);
+	ck_assert_uint_eq(c.host_frees, 2);
+}
+END_TEST
+
 START_TEST(bad_frees_and_records_are_reported)
 {
 	struct alloy_allocator *a = fresh();
@@ -271,6 +292,7 @@ Suite *suite_cuda_host(void)
 	tcase_add_test(tc, record_stream_finds_the_block_of_an_inner_pointer);
 	tcase_add_test(tc, async_copies_protect_a_block_used_in_part);
 	tcase_add_test(tc, trim_gives_cached_blocks_back);
+	tcase_add_test(tc, unregistering_waits_for_pending_blocks_and_returns_them);
 	tcase_add_test(tc, bad_frees_and_records_are_reported);
 	suite_add_tcase(s, tc);
 	return s;
