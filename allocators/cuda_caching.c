@@ -303,7 +303,8 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 	b->state = CC_FREE;
 	alloy__cc_stat_add(d->st.segment, sp, 1);
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, (int64_t)size);
-	if (size >= cc->max_split_size)
+	seg->oversize = size >= cc->max_split_size;
+	if (seg->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_segments, 1);
 	return b;
 }
@@ -321,7 +322,7 @@ static size_t release_segment(struct cc *cc, struct cc_device *d,
 	d->st.num_device_free++;
 	alloy__cc_stat_add(d->st.segment, sp, -1);
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)size);
-	if (size >= cc->max_split_size)
+	if (seg->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_segments, -1);
 	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
 		if (*pp == seg) {
@@ -718,7 +719,8 @@ static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
 	alloy__cc_stat_add(d->st.active, sp, 1);
 	alloy__cc_stat_add(d->st.active_bytes, sp, (int64_t)b->size);
 	alloy__cc_stat_add(d->st.requested_bytes, sp, (int64_t)req);
-	if (b->size >= cc->max_split_size)
+	b->oversize = b->size >= cc->max_split_size;
+	if (b->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_allocations, 1);
 }
 
@@ -730,8 +732,9 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	alloy__cc_stat_add(d->st.allocation, sp, -1);
 	alloy__cc_stat_add(d->st.allocated_bytes, sp, -(int64_t)b->size);
 	alloy__cc_stat_add(d->st.requested_bytes, sp, -(int64_t)b->requested);
-	if (b->size >= cc->max_split_size)
+	if (b->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_allocations, -1);
+	b->oversize = false;
 	b->requested = 0;
 }
 

@@ -427,6 +427,44 @@ START_TEST(max_split_size_keeps_big_blocks_whole)
 }
 END_TEST
 
+/*
+ * A block or segment leaves the oversize counts as it entered them, even
+ * when max_split_size has changed while it was live.
+ */
+START_TEST(oversize_counts_survive_a_max_split_size_change)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	struct alloy_data_ptr x;
+	struct alloy_cuda_stats st;
+
+	/* Counted as not oversize, freed under a limit it is above. */
+	get(a, 30 * MiB, &x);
+	ck_assert_int_eq(stats(a).oversize_allocations.current, 0);
+	ck_assert_ok(ops->set_option(ctx, "max_split_size", "25M"));
+	alloy_data_ptr_free(&x);
+	alloy_cuda_caching_empty_cache(a);
+	st = stats(a);
+	ck_assert_int_eq(st.oversize_allocations.current, 0);
+	ck_assert_int_eq(st.oversize_segments.current, 0);
+	/* Counted as oversize, freed once the limit is lifted. */
+	get(a, 30 * MiB, &x);
+	st = stats(a);
+	ck_assert_int_eq(st.oversize_allocations.current, 1);
+	ck_assert_int_eq(st.oversize_segments.current, 1);
+	ck_assert_ok(ops->set_option(ctx, "max_split_size", "unlimited"));
+	alloy_data_ptr_free(&x);
+	ck_assert_int_eq(stats(a).oversize_allocations.current, 0);
+	ck_assert_int_eq(stats(a).oversize_segments.current, 1);
+	alloy_cuda_caching_empty_cache(a);
+	st = stats(a);
+	ck_assert_int_eq(st.oversize_allocations.current, 0);
+	ck_assert_int_eq(st.oversize_allocations.freed, 1);
+	ck_assert_int_eq(st.oversize_segments.current, 0);
+}
+END_TEST
+
 START_TEST(bad_options_are_refused_with_clear_errors)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -1154,6 +1192,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, big_segments_are_kept_for_big_requests);
 	tcase_add_test(tc, under_pressure_any_segment_serves);
 	tcase_add_test(tc, max_split_size_keeps_big_blocks_whole);
+	tcase_add_test(tc, oversize_counts_survive_a_max_split_size_change);
 	tcase_add_test(tc, bad_options_are_refused_with_clear_errors);
 	tcase_add_test(tc, bad_option_in_conf_is_reported_and_ignored);
 	tcase_add_test(tc, capacity_option_sizes_the_simulated_device);
