@@ -8,9 +8,10 @@
  * list.  A block a copy used is not handed out again until that copy has
  * finished: whoever queues a copy from or to the block (or any part of
  * it) calls record_stream (the CUDA context does it for its async copies),
- * which records an event
- * on the copy's stream right away; a freed block with events waits on a
- * pending list until they have all completed.
+ * which notes the copy's stream on the block.  When the block is freed an
+ * event is recorded on each of its streams, so that everything queued on
+ * them until then is waited for (as cuda_caching does), and the block
+ * waits on a pending list until the events have all completed.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@ struct ch_block {
 	void *ptr;
 	size_t size; /* a power of two */
 	int state;
-	struct alloy__ptrvec events; /* recorded by its users, not yet done */
+	struct alloy__ptrvec streams; /* it was used on, while allocated */
+	struct alloy__ptrvec events;  /* recorded at free, not yet done */
 	struct ch_block *next;	     /* in a free list or the pending list */
 };
 
@@ -176,6 +178,7 @@ static size_t release_cached(struct ch *ch)
 			ch->reserved -= b->size;
 			freed += b->size;
 			alloy__ptrvec_free(&b->events);
+			alloy__ptrvec_free(&b->streams);
 			free(b);
 		}
 		ch->bins[i] = NULL;
@@ -261,6 +264,38 @@ static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	return b->ptr;
 }
 
+/*
+ * b is being freed: record an event on each stream it was used on, now,
+ * so that all the work queued there so far is waited for.  The lock is
+ * held.  A stream on which no event can be recorded is waited for here
+ * instead: then its work is over and the block needs no event for it.
+ */
+static void record_events(struct ch *ch, struct ch_block *b)
+{
+	for (size_t i = 0; i < b->streams.n; i++) {
+		void *stream = b->streams.v[i];
+		void *ev = NULL;
+		int rc = 0;
+
+		if (ch->spare_events.n)
+			ev = ch->spare_events.v[--ch->spare_events.n];
+		else
+			rc = ch->b.src.ops->event_create(ch->b.src.ctx, 0, &ev);
+		if (!rc)
+			rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev,
+							 stream);
+		if (!rc)
+			rc = alloy__ptrvec_push(&b->events, ev);
+		if (rc) {
+			if (ev)
+				put_event(ch, ev);
+			ch->b.src.ops->stream_synchronize(ch->b.src.ctx,
+							  stream);
+		}
+	}
+	b->streams.n = 0;
+}
+
 static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct ch *ch = ctx;
@@ -276,6 +311,7 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 		return;
 	}
 	ch->allocated -= b->size;
+	record_events(ch, b);
 	if (b->events.n && !events_done(ch, b)) {
 		b->state = CH_PENDING;
 		b->next = ch->pending;
@@ -295,7 +331,6 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 {
 	struct ch *ch = ctx;
 	struct ch_block *b;
-	void *ev = NULL;
 	int rc = 0;
 
 	pthread_mutex_lock(&ch->b.lock);
@@ -314,16 +349,10 @@ static int ch_record_stream(void *ctx, void *ptr, void *stream)
 			ptr, b->ptr);
 		goto out_unlock;
 	}
-	if (ch->spare_events.n)
-		ev = ch->spare_events.v[--ch->spare_events.n];
-	else if ((rc = ch->b.src.ops->event_create(ch->b.src.ctx, 0, &ev)))
-		goto out_unlock;
-	rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev, stream);
-	if (!rc && alloy__ptrvec_push(&b->events, ev))
+	/* The event comes at free time (record_events), after this work. */
+	if (alloy__ptrvec_add_unique(&b->streams, stream))
 		rc = alloy__error(-ENOMEM, ch->b.name,
 				  "record_stream: no memory");
-	if (rc)
-		put_event(ch, ev);
 out_unlock:
 	pthread_mutex_unlock(&ch->b.lock);
 	return rc;

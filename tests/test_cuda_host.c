@@ -3,7 +3,8 @@
  * tests/test_cuda_host.c - the pinned host caching allocator on the
  * simulated device: power-of-two reuse, blocks held back until the copies
  * that used them have completed (recorded by hand or by the context's
- * async copies), trim, statistics, bad frees.
+ * async copies, from or to any part of a block, queued before the free),
+ * trim, unregistering, statistics, bad frees.
  */
 #include <string.h>
 
@@ -215,6 +216,44 @@ START_TEST(async_copies_protect_a_block_used_in_part)
 }
 END_TEST
 
+/*
+ * record_stream says the block is used on a stream; the copy is queued
+ * there only afterwards (the block is not the default cuda_host, so the
+ * context records nothing itself).  The free must wait for that copy too.
+ */
+START_TEST(a_free_waits_for_work_queued_after_record_stream)
+{
+	struct alloy_cuda_sim *bsim = alloy_cuda_sim_builtin();
+	struct alloy_device gpu = { ALLOY_DEVICE_CUDA, 0 };
+	struct alloy_allocator *h;
+	struct alloy_data_ptr pin, dev, again;
+	void *s1, *p;
+
+	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
+	ck_assert_ok(alloy_cuda_host_register_sim(bsim, "ch_late", &h));
+	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &s1));
+	ck_assert_ok(alloy_context_new(gpu, 4096, &dev));
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &pin));
+	p = pin.ptr;
+	ck_assert_ok(alloy_cuda_record_stream(&pin, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, true));
+	ck_assert_ok(alloy_copy_bytes_async(4096, p, ALLOY_CPU, dev.ptr, gpu,
+					    s1));
+	alloy_data_ptr_free(&pin);
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &again));
+	ck_assert_ptr_ne(again.ptr, p);
+	alloy_data_ptr_free(&again);
+	ck_assert_ok(alloy_cuda_sim_complete(bsim, s1));
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &again));
+	ck_assert_ptr_eq(again.ptr, p);
+	alloy_data_ptr_free(&again);
+	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, false));
+	alloy_data_ptr_free(&dev);
+}
+END_TEST
+
 START_TEST(trim_gives_cached_blocks_back)
 {
 	struct alloy_allocator *a = fresh();
@@ -291,6 +330,7 @@ Suite *suite_cuda_host(void)
 	tcase_add_test(tc, async_copies_record_the_pinned_block_themselves);
 	tcase_add_test(tc, record_stream_finds_the_block_of_an_inner_pointer);
 	tcase_add_test(tc, async_copies_protect_a_block_used_in_part);
+	tcase_add_test(tc, a_free_waits_for_work_queued_after_record_stream);
 	tcase_add_test(tc, trim_gives_cached_blocks_back);
 	tcase_add_test(tc, unregistering_waits_for_pending_blocks_and_returns_them);
 	tcase_add_test(tc, bad_frees_and_records_are_reported);
