@@ -303,7 +303,8 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 	b->state = CC_FREE;
 	alloy__cc_stat_add(d->st.segment, sp, 1);
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, (int64_t)size);
-	if (size >= cc->max_split_size)
+	seg->oversize = size >= cc->max_split_size;
+	if (seg->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_segments, 1);
 	return b;
 }
@@ -321,7 +322,7 @@ static size_t release_segment(struct cc *cc, struct cc_device *d,
 	d->st.num_device_free++;
 	alloy__cc_stat_add(d->st.segment, sp, -1);
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)size);
-	if (size >= cc->max_split_size)
+	if (seg->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_segments, -1);
 	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
 		if (*pp == seg) {
@@ -718,7 +719,8 @@ static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
 	alloy__cc_stat_add(d->st.active, sp, 1);
 	alloy__cc_stat_add(d->st.active_bytes, sp, (int64_t)b->size);
 	alloy__cc_stat_add(d->st.requested_bytes, sp, (int64_t)req);
-	if (b->size >= cc->max_split_size)
+	b->oversize = b->size >= cc->max_split_size;
+	if (b->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_allocations, 1);
 }
 
@@ -730,16 +732,16 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	alloy__cc_stat_add(d->st.allocation, sp, -1);
 	alloy__cc_stat_add(d->st.allocated_bytes, sp, -(int64_t)b->size);
 	alloy__cc_stat_add(d->st.requested_bytes, sp, -(int64_t)b->requested);
-	if (b->size >= cc->max_split_size)
+	if (b->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_allocations, -1);
+	b->oversize = false;
 	b->requested = 0;
 }
 
-static void *cc_alloc_async(void *ctx, size_t req, size_t align, unsigned flags,
-			    void *stream)
+/* A block of req bytes on device, ordered on stream (a stream of it). */
+static void *alloc_on(struct cc *cc, int device, size_t req, size_t align,
+		      unsigned flags, void *stream)
 {
-	struct cc *cc = ctx;
-	int device = alloy_cuda_current_device();
 	struct cc_device *d;
 	struct cc_block *b = NULL;
 	size_t size;
@@ -791,6 +793,13 @@ out_unlock:
 		cc->b.src.ops->dev_memset(cc->b.src.ctx, device, (void *)b->ptr,
 					  0, req, stream);
 	return (void *)b->ptr;
+}
+
+static void *cc_alloc_async(void *ctx, size_t req, size_t align, unsigned flags,
+			    void *stream)
+{
+	return alloc_on(ctx, alloy_cuda_current_device(), req, align, flags,
+			stream);
 }
 
 static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags)
@@ -1020,7 +1029,7 @@ static void cc_fini(void *ctx)
 
 /*
  * Grow or shrink keeping the contents: a new block on the old one's
- * stream, a device-to-device copy ordered on that stream, then the old
+ * device and stream, a device-to-device copy ordered on that stream, then the old
  * block freed (reused only by later work on the same stream).  Never a
  * host memcpy: the bytes are on the device.
  */
@@ -1042,7 +1051,8 @@ static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 			     "realloc: %p is not a live block", ptr);
 		return NULL;
 	}
-	p = cc_alloc_async(ctx, new_size, align, 0, stream);
+	/* On the block's device, whichever the calling thread is on. */
+	p = alloc_on(cc, device, new_size, align, 0, stream);
 	if (!p)
 		return NULL;
 	if (cc->b.src.ops->copy(cc->b.src.ctx, device, p, ptr,

@@ -37,6 +37,11 @@ struct cc_block {
 	int event_count;  /* outstanding events before it may be reused */
 	struct alloy__ptrvec uses; /* other streams it was used on */
 	uint64_t freed_tick;	   /* when it became free: the GC's age */
+	/*
+	 * Counted in oversize_allocations while allocated.  Remembered, not
+	 * recomputed at free: max_split_size may have changed in between.
+	 */
+	bool oversize;
 };
 
 struct cc_segment {
@@ -45,6 +50,7 @@ struct cc_segment {
 	void *stream;
 	int pool;
 	bool huge; /* made for one request of 10 MiB or more */
+	bool oversize; /* counted in oversize_segments (see cc_block) */
 	int device;
 	struct cc_block *head;
 	struct cc_segment *next;

@@ -6,10 +6,12 @@
  * and is what makes host<->device copies asynchronous, so blocks are
  * cached: sizes round up to a power of two and each power has a free
  * list.  A block a copy used is not handed out again until that copy has
- * finished: whoever queues a copy from or to the block calls record_stream
- * (the CUDA context does it for its async copies), which records an event
- * on the copy's stream right away; a freed block with events waits on a
- * pending list until they have all completed.
+ * finished: whoever queues a copy from or to the block (or any part of
+ * it) calls record_stream (the CUDA context does it for its async copies),
+ * which notes the copy's stream on the block.  When the block is freed an
+ * event is recorded on each of its streams, so that everything queued on
+ * them until then is waited for (as cuda_caching does), and the block
+ * waits on a pending list until the events have all completed.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -29,13 +31,20 @@ struct ch_block {
 	void *ptr;
 	size_t size; /* a power of two */
 	int state;
-	struct alloy__ptrvec events; /* recorded by its users, not yet done */
+	struct alloy__ptrvec streams; /* it was used on, while allocated */
+	struct alloy__ptrvec events;  /* recorded at free, not yet done */
 	struct ch_block *next;	     /* in a free list or the pending list */
 };
 
 struct ch {
 	struct alloy__cuda_base b;   /* lock, src, ops, name */
 	struct alloy__ptrmap blocks; /* every block it holds, by address */
+	/*
+	 * The same blocks sorted by address, to find the one that contains
+	 * a pointer: copies are queued from or to the middle of a block too.
+	 */
+	struct ch_block **sorted;
+	size_t nsorted, sorted_cap;
 	struct ch_block *bins[CH_BINS];
 	struct ch_block *pending;
 	struct alloy__ptrvec spare_events; /* done events, for reuse */
@@ -68,6 +77,64 @@ static bool events_done(struct ch *ch, struct ch_block *b)
 	}
 	b->events.n = keep;
 	return keep == 0;
+}
+
+/* Index of the first block starting above p. */
+static size_t upper_bound(const struct ch *ch, uintptr_t p)
+{
+	size_t lo = 0, hi = ch->nsorted;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)ch->sorted[mid]->ptr <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The block whose bytes include ptr, or NULL. */
+static struct ch_block *block_containing(const struct ch *ch, const void *ptr)
+{
+	size_t i = upper_bound(ch, (uintptr_t)ptr);
+	struct ch_block *b;
+
+	if (!i)
+		return NULL;
+	b = ch->sorted[i - 1];
+	return (uintptr_t)ptr - (uintptr_t)b->ptr < b->size ? b : NULL;
+}
+
+static int sorted_insert(struct ch *ch, struct ch_block *b)
+{
+	size_t i;
+
+	if (ch->nsorted == ch->sorted_cap) {
+		size_t cap = ch->sorted_cap ? ch->sorted_cap * 2 : 64;
+		struct ch_block **v = realloc(ch->sorted, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ch->sorted = v;
+		ch->sorted_cap = cap;
+	}
+	i = upper_bound(ch, (uintptr_t)b->ptr);
+	memmove(&ch->sorted[i + 1], &ch->sorted[i],
+		(ch->nsorted - i) * sizeof(*ch->sorted));
+	ch->sorted[i] = b;
+	ch->nsorted++;
+	return 0;
+}
+
+static void sorted_remove(struct ch *ch, struct ch_block *b)
+{
+	size_t i = upper_bound(ch, (uintptr_t)b->ptr) - 1;
+
+	memmove(&ch->sorted[i], &ch->sorted[i + 1],
+		(ch->nsorted - i - 1) * sizeof(*ch->sorted));
+	ch->nsorted--;
 }
 
 static void cache_block(struct ch *ch, struct ch_block *b)
@@ -105,11 +172,13 @@ static size_t release_cached(struct ch *ch)
 		for (b = ch->bins[i]; b; b = next) {
 			next = b->next;
 			alloy__ptrmap_take(&ch->blocks, b->ptr);
+			sorted_remove(ch, b);
 			ch->b.src.ops->host_free(ch->b.src.ctx, b->ptr);
 			ch->host_frees++;
 			ch->reserved -= b->size;
 			freed += b->size;
 			alloy__ptrvec_free(&b->events);
+			alloy__ptrvec_free(&b->streams);
 			free(b);
 		}
 		ch->bins[i] = NULL;
@@ -130,12 +199,20 @@ static struct ch_block *new_block(struct ch *ch, size_t size)
 	rc = ch->b.src.ops->host_malloc(ch->b.src.ctx, size, &b->ptr);
 	if (rc == -ENOMEM && release_cached(ch))
 		rc = ch->b.src.ops->host_malloc(ch->b.src.ctx, size, &b->ptr);
-	if (rc || alloy__ptrmap_put(&ch->blocks, b->ptr, b)) {
-		if (!rc) {
-			ch->b.src.ops->host_free(ch->b.src.ctx, b->ptr);
-			alloy__error(-ENOMEM, ch->b.name,
-				     "no memory for the block map");
-		}
+	if (rc) {
+		free(b);
+		return NULL;
+	}
+	if (alloy__ptrmap_put(&ch->blocks, b->ptr, b)) {
+		rc = -ENOMEM;
+	} else if (sorted_insert(ch, b)) {
+		alloy__ptrmap_take(&ch->blocks, b->ptr);
+		rc = -ENOMEM;
+	}
+	if (rc) {
+		ch->b.src.ops->host_free(ch->b.src.ctx, b->ptr);
+		alloy__error(-ENOMEM, ch->b.name,
+			     "no memory for the block map");
 		free(b);
 		return NULL;
 	}
@@ -187,6 +264,38 @@ static void *ch_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	return b->ptr;
 }
 
+/*
+ * b is being freed: record an event on each stream it was used on, now,
+ * so that all the work queued there so far is waited for.  The lock is
+ * held.  A stream on which no event can be recorded is waited for here
+ * instead: then its work is over and the block needs no event for it.
+ */
+static void record_events(struct ch *ch, struct ch_block *b)
+{
+	for (size_t i = 0; i < b->streams.n; i++) {
+		void *stream = b->streams.v[i];
+		void *ev = NULL;
+		int rc = 0;
+
+		if (ch->spare_events.n)
+			ev = ch->spare_events.v[--ch->spare_events.n];
+		else
+			rc = ch->b.src.ops->event_create(ch->b.src.ctx, 0, &ev);
+		if (!rc)
+			rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev,
+							 stream);
+		if (!rc)
+			rc = alloy__ptrvec_push(&b->events, ev);
+		if (rc) {
+			if (ev)
+				put_event(ch, ev);
+			ch->b.src.ops->stream_synchronize(ch->b.src.ctx,
+							  stream);
+		}
+	}
+	b->streams.n = 0;
+}
+
 static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct ch *ch = ctx;
@@ -202,6 +311,7 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 		return;
 	}
 	ch->allocated -= b->size;
+	record_events(ch, b);
 	if (b->events.n && !events_done(ch, b)) {
 		b->state = CH_PENDING;
 		b->next = ch->pending;
@@ -212,31 +322,37 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 	pthread_mutex_unlock(&ch->b.lock);
 }
 
+/*
+ * ptr may point anywhere inside a block (a copy from or to a slice of it).
+ * -ENOENT when no block of this allocator holds ptr (ordinary host memory,
+ * nothing to protect), -EINVAL when its block has been freed.
+ */
 static int ch_record_stream(void *ctx, void *ptr, void *stream)
 {
 	struct ch *ch = ctx;
 	struct ch_block *b;
-	void *ev = NULL;
 	int rc = 0;
 
 	pthread_mutex_lock(&ch->b.lock);
-	b = alloy__ptrmap_get(&ch->blocks, ptr);
-	if (!b || b->state != CH_ALLOCATED) {
+	b = block_containing(ch, ptr);
+	if (!b) {
 		rc = alloy__error(
-			-EINVAL, ch->b.name,
-			"record_stream: %p is not a live pinned block", ptr);
+			-ENOENT, ch->b.name,
+			"record_stream: %p is not in a pinned block of this allocator",
+			ptr);
 		goto out_unlock;
 	}
-	if (ch->spare_events.n)
-		ev = ch->spare_events.v[--ch->spare_events.n];
-	else if ((rc = ch->b.src.ops->event_create(ch->b.src.ctx, 0, &ev)))
+	if (b->state != CH_ALLOCATED) {
+		rc = alloy__error(
+			-EINVAL, ch->b.name,
+			"record_stream: %p is in pinned block %p, which is not live (used after free?)",
+			ptr, b->ptr);
 		goto out_unlock;
-	rc = ch->b.src.ops->event_record(ch->b.src.ctx, ev, stream);
-	if (!rc && alloy__ptrvec_push(&b->events, ev))
+	}
+	/* The event comes at free time (record_events), after this work. */
+	if (alloy__ptrvec_add_unique(&b->streams, stream))
 		rc = alloy__error(-ENOMEM, ch->b.name,
 				  "record_stream: no memory");
-	if (rc)
-		put_event(ch, ev);
 out_unlock:
 	pthread_mutex_unlock(&ch->b.lock);
 	return rc;
@@ -283,10 +399,24 @@ static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
 	return size;
 }
 
-/* Unregistered (no live blocks): give the cached blocks back. */
+/*
+ * Unregistered (no live blocks): give every block back.  Freed blocks
+ * still waiting for copies are waited for here, since nothing would ever
+ * look at the pending list again: trimming alone leaked them.
+ */
 static void ch_fini(void *ctx)
 {
-	ch_trim(ctx);
+	struct ch *ch = ctx;
+
+	pthread_mutex_lock(&ch->b.lock);
+	for (struct ch_block *b = ch->pending; b; b = b->next)
+		for (size_t i = 0; i < b->events.n; i++)
+			ch->b.src.ops->event_synchronize(ch->b.src.ctx,
+							 b->events.v[i]);
+	/* A block whose wait failed stays pending: its copy may still run. */
+	process_pending(ch);
+	release_cached(ch);
+	pthread_mutex_unlock(&ch->b.lock);
 }
 
 static const struct alloy_allocator_ops ch_template = {

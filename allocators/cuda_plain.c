@@ -24,11 +24,10 @@ struct plain {
 	struct alloy__ptrmap blocks; /* address -> device + 1 */
 };
 
-static void *plain_alloc_async(void *ctx, size_t size, size_t align,
-			       unsigned flags, void *stream)
+/* A block of size bytes on device (zeroed on stream if asked). */
+static void *alloc_on(struct plain *pl, int device, size_t size, size_t align,
+		      unsigned flags, void *stream)
 {
-	struct plain *pl = ctx;
-	int device = alloy_cuda_current_device();
 	void *p;
 	int rc;
 
@@ -54,6 +53,13 @@ static void *plain_alloc_async(void *ctx, size_t size, size_t align,
 		pl->b.src.ops->dev_memset(pl->b.src.ctx, device, p, 0, size,
 					  stream);
 	return p;
+}
+
+static void *plain_alloc_async(void *ctx, size_t size, size_t align,
+			       unsigned flags, void *stream)
+{
+	return alloc_on(ctx, alloy_cuda_current_device(), size, align, flags,
+			stream);
 }
 
 static void *plain_alloc(void *ctx, size_t size, size_t align, unsigned flags)
@@ -95,7 +101,8 @@ static void *plain_realloc(void *ctx, void *ptr, size_t old_size,
 			     "realloc: %p is not a live block", ptr);
 		return NULL;
 	}
-	p = plain_alloc(ctx, new_size, align, 0);
+	/* On the block's device, whichever the calling thread is on. */
+	p = alloc_on(pl, (int)dev - 1, new_size, align, 0, NULL);
 	if (!p)
 		return NULL;
 	if (pl->b.src.ops->copy(pl->b.src.ctx, (int)dev - 1, p, ptr,

@@ -6,8 +6,9 @@
  * cuda on the requested device; copy_bytes() moves bytes host->device,
  * device->host and device->device, synchronously (stream NULL) or queued
  * on a stream; memset_bytes() sets device bytes the same way.  An async copy
- * from or to pinned memory of the default cuda_host allocator records its
- * stream on that block, so the block is not reused before the copy has run.
+ * from or to pinned memory of the default cuda_host allocator (any part of
+ * a block) records its stream on that block, so the block is not reused
+ * before the copy has run.
  *
  * The same code serves the real device (the alloy_cuda module registers
  * it over the CUDA runtime) and the simulated one (tests and tools
@@ -45,15 +46,36 @@ static int cuda_new_bytes(void *ctx, struct alloy_device dev, size_t nbytes,
 	return rc;
 }
 
-/* If ptr is a block of the default pinned allocator, note the stream. */
-static void record_pinned(void *ptr, void *stream)
+/*
+ * If ptr lies in a block of the default pinned allocator (at its start or
+ * anywhere inside it), note that the copy just queued on stream uses it.
+ * 0, or an error for the caller to return.
+ *
+ * When the note cannot be made (no memory for the event, the driver
+ * refused it, the block is already freed), the copy is queued and cannot
+ * be taken back: failing it would let the caller free the block while the
+ * copy still reads or writes it.  So the stream is synchronised instead:
+ * then the copy is over and the block needs no protection.  A resource
+ * failure costs only that wait and the copy succeeds; a block that was
+ * already freed is the caller's bug, reported with the allocator's message
+ * once the copy has finished.
+ */
+static int record_pinned(struct cuda_ctx *c, void *ptr, void *stream)
 {
 	struct alloy_allocator *host =
 		alloy_get_default(ALLOY_DEVICE_CUDA_HOST);
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(host);
+	int rc, sync_rc;
 
-	if (host && ops->record_stream)
-		ops->record_stream(alloy_allocator_ctx(host), ptr, stream);
+	if (!host || !ops->record_stream)
+		return 0;
+	rc = ops->record_stream(alloy_allocator_ctx(host), ptr, stream);
+	if (!rc || rc == -ENOENT) /* recorded, or not pinned memory */
+		return 0;
+	sync_rc = c->src.ops->stream_synchronize(c->src.ctx, stream);
+	if (sync_rc)
+		return sync_rc;
+	return rc == -EINVAL ? rc : 0;
 }
 
 static int cuda_copy_bytes(void *ctx, size_t nbytes, const void *src,
@@ -82,10 +104,10 @@ static int cuda_copy_bytes(void *ctx, size_t nbytes, const void *src,
 		return rc;
 	/* Queued: a pinned host side must outlive the copy. */
 	if (!src_dev_mem)
-		record_pinned((void *)src, stream);
-	if (!dst_dev_mem)
-		record_pinned(dst, stream);
-	return 0;
+		rc = record_pinned(c, (void *)src, stream);
+	if (!rc && !dst_dev_mem)
+		rc = record_pinned(c, dst, stream);
+	return rc;
 }
 
 static int cuda_synchronize(void *ctx, struct alloy_device dev)

@@ -427,6 +427,44 @@ START_TEST(max_split_size_keeps_big_blocks_whole)
 }
 END_TEST
 
+/*
+ * A block or segment leaves the oversize counts as it entered them, even
+ * when max_split_size has changed while it was live.
+ */
+START_TEST(oversize_counts_survive_a_max_split_size_change)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	struct alloy_data_ptr x;
+	struct alloy_cuda_stats st;
+
+	/* Counted as not oversize, freed under a limit it is above. */
+	get(a, 30 * MiB, &x);
+	ck_assert_int_eq(stats(a).oversize_allocations.current, 0);
+	ck_assert_ok(ops->set_option(ctx, "max_split_size", "25M"));
+	alloy_data_ptr_free(&x);
+	alloy_cuda_caching_empty_cache(a);
+	st = stats(a);
+	ck_assert_int_eq(st.oversize_allocations.current, 0);
+	ck_assert_int_eq(st.oversize_segments.current, 0);
+	/* Counted as oversize, freed once the limit is lifted. */
+	get(a, 30 * MiB, &x);
+	st = stats(a);
+	ck_assert_int_eq(st.oversize_allocations.current, 1);
+	ck_assert_int_eq(st.oversize_segments.current, 1);
+	ck_assert_ok(ops->set_option(ctx, "max_split_size", "unlimited"));
+	alloy_data_ptr_free(&x);
+	ck_assert_int_eq(stats(a).oversize_allocations.current, 0);
+	ck_assert_int_eq(stats(a).oversize_segments.current, 1);
+	alloy_cuda_caching_empty_cache(a);
+	st = stats(a);
+	ck_assert_int_eq(st.oversize_allocations.current, 0);
+	ck_assert_int_eq(st.oversize_allocations.freed, 1);
+	ck_assert_int_eq(st.oversize_segments.current, 0);
+}
+END_TEST
+
 START_TEST(bad_options_are_refused_with_clear_errors)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -969,6 +1007,46 @@ START_TEST(realloc_copies_on_the_device)
 }
 END_TEST
 
+/*
+ * The grown block lives where the old one did, not on the device the
+ * calling thread happens to be on (device 5 does not exist at all).
+ */
+START_TEST(realloc_keeps_the_block_on_its_device)
+{
+	struct alloy_allocator *a = fresh(1ull << 30), *pl;
+	struct alloy_cuda_stats s1 = { .size = sizeof(s1),
+				       .version = ALLOY_CUDA_STATS_VERSION };
+	struct alloy_data_ptr x;
+
+	ck_assert_ok(alloy_cuda_sim_set_device_count(sim, 2));
+	ck_assert_ok(alloy_cuda_plain_register_sim(sim, "plain_dev", &pl));
+	ck_assert_ok(alloy_cuda_set_device(1));
+	get(a, 4096, &x);
+	memset(x.ptr, 0x5a, 4096);
+	ck_assert_ok(alloy_cuda_set_device(0));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 8192));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[4095], 0x5a);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].current, 0);
+	ck_assert_ok(alloy_cuda_caching_stats(a, 1, &s1));
+	ck_assert_int_eq(s1.allocated_bytes[0].current, 8192);
+	ck_assert_int_eq(s1.allocation[0].current, 1);
+	ck_assert_ok(alloy_cuda_set_device(5));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 16384));
+	ck_assert_ok(alloy_cuda_caching_stats(a, 1, &s1));
+	ck_assert_int_eq(s1.allocated_bytes[0].current, 16384);
+	alloy_data_ptr_free(&x);
+
+	ck_assert_ok(alloy_cuda_set_device(1));
+	ck_assert_ok(alloy_alloc(pl, 4096, 0, 0, &x));
+	memset(x.ptr, 0x6b, 4096);
+	ck_assert_ok(alloy_cuda_set_device(5));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 8192));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[4095], 0x6b);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_cuda_set_device(0));
+}
+END_TEST
+
 START_TEST(plain_allocator_makes_a_device_call_per_block)
 {
 	struct alloy_allocator *pl;
@@ -1114,6 +1192,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, big_segments_are_kept_for_big_requests);
 	tcase_add_test(tc, under_pressure_any_segment_serves);
 	tcase_add_test(tc, max_split_size_keeps_big_blocks_whole);
+	tcase_add_test(tc, oversize_counts_survive_a_max_split_size_change);
 	tcase_add_test(tc, bad_options_are_refused_with_clear_errors);
 	tcase_add_test(tc, bad_option_in_conf_is_reported_and_ignored);
 	tcase_add_test(tc, capacity_option_sizes_the_simulated_device);
@@ -1129,6 +1208,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, peaks_reset_to_current);
 	tcase_add_test(tc, registry_stats_come_from_the_allocator);
 	tcase_add_test(tc, realloc_copies_on_the_device);
+	tcase_add_test(tc, realloc_keeps_the_block_on_its_device);
 	tcase_add_test(tc, plain_allocator_makes_a_device_call_per_block);
 	tcase_add_test(tc, async_allocator_orders_on_streams);
 	tcase_add_test(tc, unregistering_returns_the_cache);

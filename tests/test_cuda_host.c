@@ -3,7 +3,8 @@
  * tests/test_cuda_host.c - the pinned host caching allocator on the
  * simulated device: power-of-two reuse, blocks held back until the copies
  * that used them have completed (recorded by hand or by the context's
- * async copies), trim, statistics, bad frees.
+ * async copies, from or to any part of a block, queued before the free),
+ * trim, unregistering, statistics, bad frees.
  */
 #include <string.h>
 
@@ -122,6 +123,137 @@ START_TEST(async_copies_record_the_pinned_block_themselves)
 }
 END_TEST
 
+START_TEST(record_stream_finds_the_block_of_an_inner_pointer)
+{
+	struct alloy_allocator *a = fresh();
+	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
+	void *ctx = alloy_allocator_ctx(a);
+	struct alloy_data_ptr x, y;
+	char *p;
+	void *s1;
+	int local;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &x));
+	p = x.ptr;
+	/* Past the end and outside: not this allocator's memory. */
+	ck_assert_int_eq(ops->record_stream(ctx, p + 4096, s1), -ENOENT);
+	ck_assert_int_eq(ops->record_stream(ctx, &local, s1), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "not in a pinned block"));
+	ck_assert_ok(ops->record_stream(ctx, p + 4095, s1));
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &y));
+	ck_assert_ptr_ne(y.ptr, p);
+	alloy_data_ptr_free(&y);
+	/* Inside a freed block: a use after free, refused. */
+	ck_assert_int_eq(ops->record_stream(ctx, p + 100, s1), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "not live"));
+	ck_assert_ok(alloy_cuda_sim_complete(sim, s1));
+	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &y));
+	ck_assert_ptr_eq(y.ptr, p);
+	alloy_data_ptr_free(&y);
+}
+END_TEST
+
+/* The context's async copies from and to the middle of a pinned block. */
+START_TEST(async_copies_protect_a_block_used_in_part)
+{
+	struct alloy_allocator *host = alloy_find_allocator("cuda_host_sim");
+	struct alloy_cuda_sim *bsim = alloy_cuda_sim_builtin();
+	struct alloy_device gpu = { ALLOY_DEVICE_CUDA, 0 };
+	struct alloy_device pinned = { ALLOY_DEVICE_CUDA_HOST, 0 };
+	struct alloy_data_ptr pin, dev, again;
+	struct alloy_cuda_sim_counts before, after;
+	void *s1, *p;
+
+	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA_HOST, host));
+	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &s1));
+	ck_assert_ok(alloy_context_new(gpu, 4096, &dev));
+	for (int dir = 0; dir < 2; dir++) {
+		ck_assert_ok(alloy_alloc(host, 4096, 0, 0, &pin));
+		p = pin.ptr;
+		ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, true));
+		if (dir == 0) /* host -> device from the second half */
+			ck_assert_ok(alloy_copy_bytes_async(
+				2048, (char *)p + 2048, pinned, dev.ptr, gpu,
+				s1));
+		else /* device -> host into the middle */
+			ck_assert_ok(alloy_copy_bytes_async(
+				1024, dev.ptr, gpu, (char *)p + 1024, pinned,
+				s1));
+		alloy_data_ptr_free(&pin);
+		ck_assert_ok(alloy_alloc(host, 4096, 0, 0, &again));
+		ck_assert_ptr_ne(again.ptr, p);
+		alloy_data_ptr_free(&again);
+		ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, false));
+		ck_assert_ok(alloy_cuda_sim_complete(bsim, s1));
+		ck_assert_ok(alloy_alloc(host, 4096, 0, 0, &again));
+		ck_assert_ptr_eq(again.ptr, p);
+		alloy_data_ptr_free(&again);
+	}
+	/*
+	 * A copy into a freed pinned block cannot be recorded: the copy
+	 * fails with the allocator's reason, and only once it is over (the
+	 * stream was synchronised), so nothing still writes the block.
+	 */
+	ck_assert_ok(alloy_alloc(host, 4096, 0, 0, &pin));
+	p = pin.ptr;
+	alloy_data_ptr_free(&pin);
+	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, true));
+	ck_assert_ok(alloy_cuda_sim_counts(bsim, &before));
+	ck_assert_int_eq(alloy_copy_bytes_async(64, dev.ptr, gpu,
+						(char *)p + 64, pinned, s1),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "not live"));
+	ck_assert_ok(alloy_cuda_sim_counts(bsim, &after));
+	ck_assert_uint_eq(after.syncs, before.syncs + 1);
+	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, false));
+	alloy_data_ptr_free(&dev);
+}
+END_TEST
+
+/*
+ * record_stream says the block is used on a stream; the copy is queued
+ * there only afterwards (the block is not the default cuda_host, so the
+ * context records nothing itself).  The free must wait for that copy too.
+ */
+START_TEST(a_free_waits_for_work_queued_after_record_stream)
+{
+	struct alloy_cuda_sim *bsim = alloy_cuda_sim_builtin();
+	struct alloy_device gpu = { ALLOY_DEVICE_CUDA, 0 };
+	struct alloy_allocator *h;
+	struct alloy_data_ptr pin, dev, again;
+	void *s1, *p;
+
+	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
+	ck_assert_ok(alloy_cuda_host_register_sim(bsim, "ch_late", &h));
+	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &s1));
+	ck_assert_ok(alloy_context_new(gpu, 4096, &dev));
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &pin));
+	p = pin.ptr;
+	ck_assert_ok(alloy_cuda_record_stream(&pin, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, true));
+	ck_assert_ok(alloy_copy_bytes_async(4096, p, ALLOY_CPU, dev.ptr, gpu,
+					    s1));
+	alloy_data_ptr_free(&pin);
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &again));
+	ck_assert_ptr_ne(again.ptr, p);
+	alloy_data_ptr_free(&again);
+	ck_assert_ok(alloy_cuda_sim_complete(bsim, s1));
+	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &again));
+	ck_assert_ptr_eq(again.ptr, p);
+	alloy_data_ptr_free(&again);
+	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, false));
+	alloy_data_ptr_free(&dev);
+}
+END_TEST
+
 START_TEST(trim_gives_cached_blocks_back)
 {
 	struct alloy_allocator *a = fresh();
@@ -138,6 +270,27 @@ START_TEST(trim_gives_cached_blocks_back)
 	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
 	ck_assert_uint_eq(c.host_bytes_in_use, 0);
 	ck_assert_uint_eq(stats(a).num_system_frees, 2);
+}
+END_TEST
+
+START_TEST(unregistering_waits_for_pending_blocks_and_returns_them)
+{
+	struct alloy_allocator *a = fresh();
+	struct alloy_cuda_sim_counts c;
+	struct alloy_data_ptr x, y;
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	ck_assert_ok(alloy_alloc(a, 1 << 20, 0, 0, &x));
+	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &y));
+	ck_assert_ok(alloy_cuda_record_stream(&x, s1));
+	alloy_data_ptr_free(&x); /* pending: the copy on s1 has not run */
+	alloy_data_ptr_free(&y); /* cached */
+	ck_assert_ok(alloy_unregister_allocator("ch_test"));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.host_bytes_in_use, 0);
+	ck_assert_uint_eq(c.host_frees, 2);
 }
 END_TEST
 
@@ -175,7 +328,11 @@ Suite *suite_cuda_host(void)
 	tcase_add_test(tc, blocks_round_to_powers_of_two_and_are_reused);
 	tcase_add_test(tc, a_block_waits_for_the_copies_that_used_it);
 	tcase_add_test(tc, async_copies_record_the_pinned_block_themselves);
+	tcase_add_test(tc, record_stream_finds_the_block_of_an_inner_pointer);
+	tcase_add_test(tc, async_copies_protect_a_block_used_in_part);
+	tcase_add_test(tc, a_free_waits_for_work_queued_after_record_stream);
 	tcase_add_test(tc, trim_gives_cached_blocks_back);
+	tcase_add_test(tc, unregistering_waits_for_pending_blocks_and_returns_them);
 	tcase_add_test(tc, bad_frees_and_records_are_reported);
 	suite_add_tcase(s, tc);
 	return s;

@@ -41,8 +41,10 @@ void *alloy_cuda_current_stream(void);
 
 /*
  * ptr (a block of a stream-aware allocator) is also used by work queued
- * on stream: its memory is not handed out again before that work is done.
- * Goes to the ops->record_stream of the allocator that made dp.
+ * on stream: its memory is not handed out again before the work queued on
+ * stream up to the block's free is done (cuda_caching and cuda_host record
+ * their events at free time).  Goes to the ops->record_stream of the
+ * allocator that made dp.
  */
 int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream);
 
