@@ -12,6 +12,28 @@ check "--help exits 0" '[ "$rc" = 0 ]'
 check "--help lists the commands" 'grep -q "list" "$out" && grep -q "bench" "$out" && grep -q "Exit status" "$out"'
 rc=$(run conf --help)
 check "per-command help" '[ "$rc" = 0 ] && grep -q "usage: alloy conf" "$out"'
+
+# alloy run's options end at the program: -h and --help after it are the
+# program's.  The program's own output needs the front (not in a sanitizer
+# build, see tests/fronttest.sh); alloy's usage must never come out.
+rc=$(run run --help)
+check "run --help prints run's usage" '[ "$rc" = 0 ] && grep -q "usage: alloy run" "$out"'
+rc=$(run run --conf cpu:default -h)
+check "run -h after an option's value prints run's usage" '[ "$rc" = 0 ] && grep -q "usage: alloy run" "$out"'
+for args in "-- sh -c" "sh -c"; do
+	# shellcheck disable=SC2086 # $args is split on purpose
+	rc=$(run run $args 'echo "prog got $*"' sh -h --help)
+	check "run $args PROG -h --help: no usage of alloy's" '! grep -q "usage: alloy" "$out" "$err"'
+	top=$(dirname "$ALLOY")
+	if [ -f "$top/.libs/liballoy_preload.so" ] &&
+		! nm -D "$top/.libs/liballoy.so" 2>/dev/null | grep -q __asan_init; then
+		check "run $args PROG -h --help runs PROG with them" \
+			'[ "$rc" = 0 ] && [ "$(cat "$out")" = "prog got -h --help" ]'
+	fi
+done
+rc=$(run report -- --help)
+check "--help after -- is no request for help" '! grep -q "usage: alloy" "$out"'
+
 rc=$(run frobnicate)
 check "unknown command exits 2" '[ "$rc" = 2 ] && grep -q frobnicate "$err"'
 rc=$(run list --bogus)
