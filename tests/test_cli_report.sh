@@ -37,6 +37,16 @@ rc=$(run replay "$dir/t.trace" --allocator no_such_allocator)
 check "replay with an unknown allocator exits 1" '[ "$rc" = 1 ] && grep -q no_such_allocator "$err"'
 rc=$(run replay "$dir/t.trace")
 check "replay without --allocator is a usage error" '[ "$rc" = 2 ]'
+# The "at most" figures hold at least the peak, here a 16 MiB block freed
+# two events later, long before a periodic sample of the stats.
+printf 'alloy-trace 2 pid=1 clock=monotonic unit=ns\nT 1 1\nS 1 default cpu:0 64\na 10 1 1 1000 16777216\nf 10 1 1000\na 10 1 1 2000 100\nend 40 3\n' >"$dir/p.trace"
+for a in default cuda_caching_sim; do
+	rc=$(run replay "$dir/p.trace" --allocator $a --json)
+	check "replay on $a: reserved and allocated at most hold the peak" \
+		'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d[\"peak_live_bytes\"] == 16777216 and d[\"max_allocated_bytes\"] >= 16777216 and d[\"max_reserved_bytes\"] >= 16777216))" "$out"'
+done
 
 # A cut trace: refused with line and offset, and -o left alone.
 # Cut inside the fifth line, as a disk-full or a killed copy would.
