@@ -37,6 +37,16 @@ rc=$(run replay "$dir/t.trace" --allocator no_such_allocator)
 check "replay with an unknown allocator exits 1" '[ "$rc" = 1 ] && grep -q no_such_allocator "$err"'
 rc=$(run replay "$dir/t.trace")
 check "replay without --allocator is a usage error" '[ "$rc" = 2 ]'
+# The "at most" figures hold at least the peak, here a 16 MiB block freed
+# two events later, long before a periodic sample of the stats.
+printf 'alloy-trace 2 pid=1 clock=monotonic unit=ns\nT 1 1\nS 1 default cpu:0 64\na 10 1 1 1000 16777216\nf 10 1 1000\na 10 1 1 2000 100\nend 40 3\n' >"$dir/p.trace"
+for a in default cuda_caching_sim; do
+	rc=$(run replay "$dir/p.trace" --allocator $a --json)
+	check "replay on $a: reserved and allocated at most hold the peak" \
+		'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d[\"peak_live_bytes\"] == 16777216 and d[\"max_allocated_bytes\"] >= 16777216 and d[\"max_reserved_bytes\"] >= 16777216))" "$out"'
+done
 
 # A cut trace: refused with line and offset, and -o left alone.
 # Cut inside the fifth line, as a disk-full or a killed copy would.
@@ -74,5 +84,52 @@ done
 # A demo whose trace goes to a full device: said once, no timeline drawn.
 rc=$(export ALLOY_CONF=trace:/dev/full; limited 4194304 run demo --quick --out "$dir/full-demo")
 check "demo with trace:/dev/full says so and exits 1" '[ "$rc" = 1 ] && [ "$(grep -c "trace:/dev/full: write failed" "$err")" = 1 ] && grep -q "/dev/full: not an alloy trace" "$err"'
+
+# A trace's path and owner names are bytes; JSON and SVG are UTF-8: the
+# bytes that are not UTF-8 come out as U+FFFD, the rest as it is.  Read by
+# strict parsers.
+ntrace=$(printf '%s/n\351.trace' "$dir")
+printf 'alloy-trace 2 pid=1 clock=monotonic unit=ns\nT 1 1\nS 1 default cpu:0 64\no 1 lay\351r/\303\251t\na 10 1 1 1000 100 0 1\nend 20 1\n' >"$ntrace"
+rc=$(run report "$ntrace" --format json)
+check "report --format json of a path that is not UTF-8 is UTF-8 JSON" \
+	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
+d = json.load(open(sys.argv[1], encoding=\"utf-8\"))
+sys.exit(d[\"trace\"] != sys.argv[2] + \"/n\ufffd.trace\")" "$out" "$dir"'
+rc=$(run report "$ntrace" --at peak --format json)
+check "report --at peak --format json: an owner that is not UTF-8 is UTF-8 JSON" \
+	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
+d = json.load(open(sys.argv[1], encoding=\"utf-8\"))
+sys.exit(d[\"devices\"][0][\"owners\"][0][\"owner\"] != \"lay\ufffdr/\u00e9t\")" "$out"'
+rc=$(run report "$ntrace" --format flamegraph-svg --by owner -o "$dir/n.svg")
+check "flamegraph-svg of an owner that is not UTF-8 is XML" \
+	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import sys, xml.etree.ElementTree as E
+text = \"\".join(E.parse(sys.argv[1]).getroot().itertext())
+sys.exit(\"lay\ufffdr/\u00e9t\" not in text)" "$dir/n.svg"'
+
+# A trace cut while it is read (a rerun of the program with the same
+# trace: path truncates it) is an error naming the file, not a SIGBUS.
+# The shim cuts it right after alloy first reads or maps it; the trace is
+# larger than one read of the reader (1 MiB), so the cut falls between
+# two.  Preloading needs a build without a sanitizer.
+awk 'BEGIN { print "alloy-trace 2 pid=1 clock=monotonic unit=ns"; print "T 1 1"
+	print "S 1 default cpu:0 64"
+	for (i = 1; i <= 40000; i++) { print "a 10 1 1 " i " 100"; print "f 10 1 " i }
+	print "end 800000 80000" }' >"$dir/cut.trace"
+rc=$(run report "$dir/cut.trace")
+check "the trace to cut is a valid one over 1 MiB" \
+	'[ "$rc" = 0 ] && [ "$(wc -c <"$dir/cut.trace")" -gt 1048576 ]'
+if ! sanitizer_build; then
+	for cmd in report "replay -a default"; do
+		cp "$dir/cut.trace" "$dir/cutting.trace"
+		# shellcheck disable=SC2086 # $cmd is split on purpose
+		rc=$(LD_PRELOAD="$(dirname "$ALLOY")/tests/.libs/shrink_shim.so" \
+			SHRINK_PATH="$dir/cutting.trace" SHRINK_TO=4096 \
+			run $cmd "$dir/cutting.trace")
+		check "$cmd of a trace cut while read: exit 1, the file named" \
+			'[ "$rc" = 1 ] && grep -q "$dir/cutting.trace: the trace shrank from [0-9]* to 4096 bytes while being read" "$err"'
+		check "$cmd of a trace cut while read: it was cut" \
+			'[ "$(wc -c <"$dir/cutting.trace")" = 4096 ]'
+	done
+fi
 
 clitest_done test_cli_report

@@ -35,9 +35,10 @@ static void print_help(FILE *out)
 		"Exit status: 0 success, 1 a problem was found, 2 usage error.\n");
 }
 
+/* What follows "--" is operands, never alloy's options. */
 bool cli_wants_help(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			return true;
 	return false;
@@ -73,7 +74,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(argv[1], commands[i]->name) != 0)
 			continue;
-		if (cli_wants_help(argc - 1, argv + 1)) {
+		if (!commands[i]->own_help &&
+		    cli_wants_help(argc - 1, argv + 1)) {
 			fputs(commands[i]->usage, stdout);
 			return 0;
 		}

@@ -22,6 +22,12 @@ struct cli_command {
 	const char *summary; /* one line for `alloy --help` */
 	const char *usage;   /* full help for `alloy CMD --help` */
 	int (*run)(int argc, char **argv);
+	/*
+	 * The command finds -h and --help among its options itself: where
+	 * they end is its own to say (run: at the program, whose arguments
+	 * are the program's, -h and --help included).
+	 */
+	bool own_help;
 };
 
 extern const struct cli_command cmd_list;
@@ -32,7 +38,10 @@ extern const struct cli_command cmd_report;
 extern const struct cli_command cmd_replay;
 extern const struct cli_command cmd_run;
 
-/* True if argv has --help or -h; the command then prints its usage. */
+/*
+ * True if argv has --help or -h before any "--"; the command then prints
+ * its usage.
+ */
 bool cli_wants_help(int argc, char **argv);
 
 /* Print "alloy CMD: message" and the usage hint; returns EXIT_USAGE. */

@@ -204,7 +204,16 @@ static int set_tunables(void)
 	return rc;
 }
 
-/* Options up to the program; its index in argv, or -1 (message printed). */
+/* What parse() returns instead of the program's index. */
+#define PARSE_NO_PROG -1 /* no program named */
+#define PARSE_BAD     -2 /* a bad option (message printed) */
+#define PARSE_HELP    -3 /* -h or --help among alloy's options */
+
+/*
+ * Options up to the program; its index in argv, or a PARSE_ code.  -h and
+ * --help are looked for here, not by the dispatcher, and only before the
+ * program: after it they are the program's (alloy run -- grep -h ...).
+ */
 static int parse(int argc, char **argv, struct run_opts *o)
 {
 	int i;
@@ -214,9 +223,11 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		const char *a = argv[i];
 
 		if (!strcmp(a, "--"))
-			return i + 1 < argc ? i + 1 : -1;
+			return i + 1 < argc ? i + 1 : PARSE_NO_PROG;
 		if (a[0] != '-')
 			return i;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return PARSE_HELP;
 		if (!strcmp(a, "--conf"))
 			slot = &o->conf;
 		else if (!strcmp(a, "--report"))
@@ -225,15 +236,15 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			slot = &o->trace;
 		if (!slot) {
 			cli_usage_error(&cmd_run, "unknown option \"%s\"", a);
-			return -2;
+			return PARSE_BAD;
 		}
 		if (++i >= argc) {
 			cli_usage_error(&cmd_run, "%s needs a value", a);
-			return -2;
+			return PARSE_BAD;
 		}
 		*slot = argv[i];
 	}
-	return -1;
+	return PARSE_NO_PROG;
 }
 
 static int run_run(int argc, char **argv)
@@ -242,7 +253,11 @@ static int run_run(int argc, char **argv)
 	char preload[PATH_MAX];
 	int prog = parse(argc, argv, &o), rc;
 
-	if (prog == -2)
+	if (prog == PARSE_HELP) {
+		fputs(cmd_run.usage, stdout);
+		return 0;
+	}
+	if (prog == PARSE_BAD)
 		return EXIT_USAGE;
 	if (prog < 0)
 		return cli_usage_error(&cmd_run, "no program to run");
@@ -280,6 +295,8 @@ const struct cli_command cmd_run = {
 		"                 path is the process id, a report per process\n"
 		"  --trace FILE   the event trace (docs/TRACE-FORMAT.md)\n"
 		"\n"
+		"Options end at PROG: what follows is PROG's, -h and --help too.\n"
+		"\n"
 		"Without %p, FILE is PROG's own: each process PROG starts writes\n"
 		"FILE.PID (ALLOY_CONF's run_pid names PROG's process).\n"
 		"\n"
@@ -290,4 +307,5 @@ const struct cli_command cmd_run = {
 		"cannot be run, as a shell says.  Limits (static binaries, programs\n"
 		"with their own malloc): docs/PRELOAD.md.\n",
 	.run = run_run,
+	.own_help = true,
 };

@@ -7,10 +7,66 @@
 
 #include "json.h"
 
+/*
+ * The length of the UTF-8 sequence at p (1 to 4), or 0 where p starts no
+ * valid one: a stray continuation byte, a sequence cut short (the NUL
+ * ending s stops it too), an overlong form, a surrogate (U+D800-DFFF) or a
+ * code point past U+10FFFF.  RFC 3629's table.
+ */
+static int utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0; /* 0x80-0xc1 (continuation, overlong), 0xf5-0xff */
+	/* The second byte's range rules out overlongs and the rest. */
+	if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * Text from outside (a path, an owner or symbol name from a trace) is
+ * bytes, and JSON, HTML and SVG carry Unicode: valid UTF-8 goes out as it
+ * is, and each byte that is not part of it as U+FFFD, the replacement
+ * character, so that a reader gets the rest of the text and a parser does
+ * not refuse the whole document.
+ */
 static void json_string_as(FILE *out, const char *s, bool script)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		if (*p >= 0x80) {
+			int n = utf8_len(p);
+
+			if (!n) {
+				fputs("\\ufffd", out);
+				continue;
+			}
+			fwrite(p, 1, (size_t)n, out);
+			p += n - 1;
+			continue;
+		}
 		if (script && (*p == '<' || *p == '>' || *p == '&')) {
 			fprintf(out, "\\u%04x", *p);
 			continue;
@@ -51,6 +107,17 @@ void json_string_script(FILE *out, const char *s)
 void html_text(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
+		if ((unsigned char)*s >= 0x80) {
+			int n = utf8_len((const unsigned char *)s);
+
+			if (!n) {
+				fputs("&#xfffd;", out);
+				continue;
+			}
+			fwrite(s, 1, (size_t)n, out);
+			s += n - 1;
+			continue;
+		}
 		switch (*s) {
 		case '<':
 			fputs("&lt;", out);

@@ -7,7 +7,11 @@
 
 #include <stdio.h>
 
-/* Write s as a JSON string literal, quotes included. */
+/*
+ * Write s as a JSON string literal, quotes included.  Valid UTF-8 is
+ * written as it is; each byte that is not part of it becomes \ufffd (the
+ * replacement character), so the output is always valid UTF-8 and JSON.
+ */
 void json_string(FILE *out, const char *s);
 
 /*
@@ -16,7 +20,10 @@ void json_string(FILE *out, const char *s);
  */
 void json_string_script(FILE *out, const char *s);
 
-/* Write s as HTML or SVG text (&, <, >, " escaped). */
+/*
+ * Write s as HTML or SVG text (&, <, >, " escaped; a byte that is not
+ * part of valid UTF-8 as &#xfffd;, as in json_string).
+ */
 void html_text(FILE *out, const char *s);
 
 /* Write a double as JSON (finite values only; others become null). */

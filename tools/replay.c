@@ -8,13 +8,14 @@
  * timed: progress reports and stats sampling are outside the clock.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "trace.h"
 
-/* Sample the allocator's stats every so many events. */
+/* Sample the allocator's stats every so many events (and at the peak). */
 #define STATS_EVERY 1024
 /* Call progress every so many events. */
 #define PROGRESS_EVERY 4096
@@ -79,6 +80,38 @@ static void sample(struct alloy_allocator *a, struct replay_result *r)
 	r->end = st;
 }
 
+/*
+ * The event after which the live bytes first reach their highest, or
+ * SIZE_MAX when nothing is allocated.  The replay samples the stats
+ * there: the "at most" figures must hold at least what was live at the
+ * peak, and samples every STATS_EVERY events miss a peak gone by the next
+ * (a large block freed at once).  Found beforehand because sampling at
+ * every new peak instead would sample at every allocation of a trace that
+ * grows to its peak, and a stats call can cost far more than the
+ * allocation (jemalloc's, which refreshes its statistics: 12 times the
+ * wall time of a million growing allocations), disturbing the timing too.
+ */
+static size_t peak_event(const struct trace *tr)
+{
+	uint64_t live = 0, peak = 0;
+	size_t at = SIZE_MAX;
+
+	for (size_t i = 0; i < tr->nev; i++) {
+		const struct trace_event *e = &tr->ev[i];
+
+		if (e->op == TRACE_ALLOC) {
+			live += e->size;
+			if (live > peak) {
+				peak = live;
+				at = i;
+			}
+		} else if (e->op == TRACE_FREE) {
+			live -= e->size;
+		}
+	}
+	return at;
+}
+
 int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 		 struct replay_result *r,
 		 void (*progress)(void *arg, size_t done, size_t total),
@@ -88,10 +121,12 @@ int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 	struct pool pool = { 0 };
 	uint64_t live = 0;
 	double t0, spent = 0;
+	size_t peak_at;
 	int rc = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->have_stats = alloy_allocator_ops(a) && alloy_allocator_ops(a)->stats;
+	peak_at = r->have_stats ? peak_event(tr) : SIZE_MAX;
 	t0 = now_s();
 	for (size_t i = 0; i < tr->nev; i++) {
 		const struct trace_event *e = &tr->ev[i];
@@ -123,7 +158,8 @@ int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 			pool_put(&pool, idx);
 			r->frees++;
 		}
-		if ((i + 1) % STATS_EVERY == 0 && r->have_stats) {
+		if (r->have_stats &&
+		    (i == peak_at || (i + 1) % STATS_EVERY == 0)) {
 			double t = now_s();
 
 			sample(a, r);

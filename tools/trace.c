@@ -12,16 +12,15 @@
  * trace never declared (a cut stack table), which are counted, shown as
  * unknown, and reported by the commands.
  *
- * The file is mapped and parsed by hand: a report of ten million events
- * must take seconds (docs/BENCHMARKS.md), and sscanf alone would spend
- * more than that.
+ * The file is read in chunks and parsed by hand: a report of ten million
+ * events must take seconds (docs/BENCHMARKS.md), and sscanf alone would
+ * spend more than that.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -821,74 +820,116 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	return fail(r, "unknown record \"%.20s\"", line);
 }
 
-/* The whole file: mapped when it can be, else read (a pipe). */
-static char *load(const char *path, size_t *len, bool *mapped, char *err,
-		  size_t errlen)
+/*
+ * The file is read with read(2) a chunk at a time, not mapped.  A mapping
+ * dies by SIGBUS at the first page past the end when the file is cut
+ * under it, which is what a program rerun with the same trace: path does
+ * to a trace being reported (it opens the path with O_TRUNC); catching
+ * that would take a signal handler jumping out of the parser with its
+ * tables half built.  A read just comes up short, and is checked against
+ * the size the file had at open.  The chunks keep the memory of the
+ * reading flat however large the trace, and copying them costs little
+ * next to parsing them (docs/BENCHMARKS.md).
+ */
+#define CHUNK (1u << 20)
+
+struct source {
+	const char *path;
+	int fd;
+	char *buf; /* cap bytes and a NUL after the last read */
+	size_t cap;
+	size_t start, end; /* [start, end) read and not yet parsed */
+	long long size;	   /* a regular file's size at open; -1: a stream */
+	long long got;	   /* bytes read so far */
+	bool eof;
+};
+
+static int source_fail(struct source *s, int errnum, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s: %s", s->path, strerror(errnum));
+	return -1;
+}
+
+static int source_open(struct source *s, const char *path, char *err,
+		       size_t errlen)
 {
 	struct stat st;
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	*mapped = false;
-	if (fd < 0)
-		goto fail;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
-		buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
-			   0);
-		if (buf != MAP_FAILED) {
-			close(fd);
-			*mapped = true;
-			*len = (size_t)st.st_size;
-			return buf;
-		}
-		buf = NULL;
+	memset(s, 0, sizeof(*s));
+	s->path = path;
+	s->size = -1;
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0)
+		return source_fail(s, errno, err, errlen);
+	/* Size 0 says nothing of a /proc file: read it as a stream. */
+	if (!fstat(s->fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
+		s->size = st.st_size;
+	return 0;
+}
+
+/*
+ * Read more after the unparsed bytes, moved to the front of the buffer
+ * (which grows when one line fills it); eof is set at the end.  -1 and a
+ * message in err on a read error or a file that shrank.
+ */
+static int source_fill(struct source *s, char *err, size_t errlen)
+{
+	size_t want;
+	ssize_t k;
+
+	if (s->start) {
+		memmove(s->buf, s->buf + s->start, s->end - s->start);
+		s->end -= s->start;
+		s->start = 0;
 	}
-	for (;;) {
-		ssize_t k;
+	if (s->end == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : CHUNK;
+		char *b = realloc(s->buf, cap + 1);
 
-		if (n == cap) {
-			char *b = realloc(buf, cap ? 2 * cap : 1 << 20);
-
-			if (!b) {
-				errno = ENOMEM;
-				goto fail;
-			}
-			buf = b;
-			cap = cap ? 2 * cap : 1 << 20;
-		}
-		k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
+		if (!b)
+			return source_fail(s, ENOMEM, err, errlen);
+		s->buf = b;
+		s->cap = cap;
+	}
+	/*
+	 * A regular file is read up to its size at open, as much as the
+	 * writer had finished then: what it appends meanwhile is left out.
+	 */
+	want = s->cap - s->end;
+	if (s->size >= 0 &&
+	    (unsigned long long)want > (unsigned long long)(s->size - s->got))
+		want = (size_t)(s->size - s->got);
+	k = 0;
+	if (want) {
+		do
+			k = read(s->fd, s->buf + s->end, want);
+		while (k < 0 && errno == EINTR);
 		if (k < 0)
-			goto fail;
-		if (!k)
-			break;
-		n += (size_t)k;
-		/*
-		 * A stream is read whole before parsing: check its first
-		 * bytes as soon as they are in, so that something endless
-		 * that is no trace (/dev/zero, /dev/full) is refused then,
-		 * not read until memory runs out.
-		 */
-		if (memcmp(buf, TRACE_MAGIC, n < MAGIC_LEN ? n : MAGIC_LEN)) {
-			snprintf(err, errlen,
-				 "%s: not an alloy trace (no \"alloy-trace VERSION\" header)",
-				 path);
-			close(fd);
-			free(buf);
-			return NULL;
-		}
+			return source_fail(s, errno, err, errlen);
 	}
-	close(fd);
-	*len = n;
-	return buf ? buf : strdup("");
-fail:
-	snprintf(err, errlen, "%s: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return NULL;
+	if (!k && s->size >= 0 && s->got < s->size) {
+		struct stat st;
+		long long now =
+			fstat(s->fd, &st) ? s->got : (long long)st.st_size;
+
+		snprintf(
+			err, errlen,
+			"%s: the trace shrank from %lld to %lld bytes while being read (rewritten by another run? %s)",
+			s->path, s->size, now, SHARED_HINT);
+		return -1;
+	}
+	s->eof = !k;
+	s->end += (size_t)k;
+	s->got += k;
+	s->buf[s->end] = '\0';
+	return 0;
+}
+
+static void source_close(struct source *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->buf);
 }
 
 int trace_read_progress(const char *path, struct trace *tr, char *err,
@@ -898,34 +939,60 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 	struct reader r = {
 		.path = path, .err = err, .errlen = errlen, .tr = tr
 	};
-	size_t len, off = 0;
-	bool mapped;
-	char *data;
+	struct source src;
 	int rc = 0;
 
 	memset(tr, 0, sizeof(*tr));
-	data = load(path, &len, &mapped, err, errlen);
-	if (!data)
+	if (source_open(&src, path, err, errlen))
 		return -1;
-	while (off < len) {
-		const char *line = data + off;
-		const char *nl = memchr(line, '\n', len - off);
+	for (;;) {
+		const char *line = src.buf + src.start;
+		const char *nl =
+			src.end > src.start
+				? memchr(line, '\n', src.end - src.start)
+				: NULL;
+		long long off = src.got - (long long)(src.end - src.start);
 		size_t n;
 
+		if (!nl && !src.eof) {
+			rc = source_fill(&src, err, errlen);
+			if (rc)
+				goto out;
+			/*
+			 * A stream is checked at its first bytes, so that
+			 * something endless that is no trace (/dev/zero,
+			 * /dev/full) is refused then, not read until memory
+			 * runs out waiting for a newline.
+			 */
+			if (!r.line && src.size < 0 &&
+			    memcmp(src.buf, TRACE_MAGIC,
+				   src.end < MAGIC_LEN ? src.end : MAGIC_LEN)) {
+				snprintf(
+					err, errlen,
+					"%s: not an alloy trace (no \"alloy-trace VERSION\" header)",
+					path);
+				rc = -1;
+				goto out;
+			}
+			continue;
+		}
+		if (src.start == src.end)
+			break; /* at the end, every line parsed */
 		r.line++;
-		r.offset = (long long)off;
+		r.offset = off;
 		if (tr->complete || tr->incomplete) {
-			rc = fail(&r,
-				  "data after the %s record (more than one process writing this file? %s)",
-				  tr->complete ? "end" : "incomplete",
-				  SHARED_HINT);
+			rc = fail(
+				&r,
+				"data after the %s record (more than one process writing this file? %s)",
+				tr->complete ? "end" : "incomplete",
+				SHARED_HINT);
 			goto out;
 		}
 		if (!nl) {
 			rc = fail(
 				&r,
 				"truncated line (no newline at byte %lld): the file was cut short",
-				(long long)len);
+				src.got);
 			goto out;
 		}
 		n = (size_t)(nl - line);
@@ -939,9 +1006,10 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 			rc = parse_line(&r, line, n);
 		if (rc)
 			goto out;
-		off += n + 1;
-		if (progress && !(r.line % PROGRESS_LINES))
-			progress(arg, (double)off / (double)len);
+		src.start += n + 1;
+		if (progress && src.size > 0 && !(r.line % PROGRESS_LINES))
+			progress(arg, (double)(off + (long long)n + 1) /
+					      (double)src.size);
 	}
 	if (r.line == 0) {
 		snprintf(err, errlen, "%s: empty file, not an alloy trace",
@@ -955,10 +1023,7 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 	if (progress)
 		progress(arg, 1.0);
 out:
-	if (mapped)
-		munmap(data, len);
-	else
-		free(data);
+	source_close(&src);
 	blockmap_free(&r.live);
 	free(r.vseries);
 	if (rc)
