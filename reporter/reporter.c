@@ -390,11 +390,20 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	return 0;
 }
 
+/*
+ * A zero-byte block (malloc(0) through the plain-pointer API) is neither
+ * recorded nor traced: it holds no bytes, and a trace's SIZE starts at 1.
+ * Its free is skipped by its size too, so that it is not taken for the
+ * free of a block made while off.
+ */
 static void hook_alloc(struct alloy_allocator *a,
 		       const struct alloy_data_ptr *dp)
 {
-	struct rep_entry *e = entry_get(a->name_hash, a->name, dp->device);
+	struct rep_entry *e;
 
+	if (unlikely(!dp->size))
+		return;
+	e = entry_get(a->name_hash, a->name, dp->device);
 	if (likely(e))
 		record_alloc(e, dp->ptr, dp->size, dp->align);
 }
@@ -421,7 +430,8 @@ static void hook_free(struct alloy_allocator *a,
 		      const struct alloy_data_ptr *dp)
 {
 	(void)a;
-	record_free(dp->ptr, false);
+	if (likely(dp->size))
+		record_free(dp->ptr, false);
 }
 
 /*
@@ -441,7 +451,8 @@ static void hook_free_off(struct alloy_allocator *a,
 			  const struct alloy_data_ptr *dp)
 {
 	(void)a;
-	record_free(dp->ptr, false);
+	if (likely(dp->size))
+		record_free(dp->ptr, false);
 	drain_tick();
 }
 
@@ -528,6 +539,9 @@ int alloy_reporter_note_alloc(const void *ptr, size_t size,
 	if (rc)
 		return rc;
 	ALLOY_ENFORCE(ptr, -EINVAL, "ptr is NULL");
+	/* As for malloc(0): no block, so its note_free would be unknown. */
+	ALLOY_ENFORCE(size, -EINVAL,
+		      "size is 0: zero-byte blocks are not recorded");
 	ALLOY_ENFORCE(size <= INT64_MAX, -EOVERFLOW, "size %zu is too large",
 		      size);
 	if (!atomic_load(&R.enabled))

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <alloy/malloc.h>
+
 #include "testutil.h"
 
 static struct alloy_reporter_snapshot snap;
@@ -206,6 +208,46 @@ START_TEST(drained_reporter_unhooks_itself)
 	ck_assert_uint_eq(counts("rep_drain").current_bytes, 0);
 	ck_assert_uint_eq(counts("rep_drain").allocs, 1);
 	ck_assert_uint_eq(snap.unknown_frees, 0);
+}
+END_TEST
+
+/*
+ * malloc(0) makes a block the plain-pointer API reports, but a zero-byte
+ * block is no allocation to the reporter: not counted, and its free is
+ * not a free of a block made while off either.
+ */
+START_TEST(zero_byte_blocks_are_not_recorded)
+{
+	struct alloy_reporter_counts before, c;
+	char buf[8];
+	void *p;
+
+	ck_assert_ok(alloy_reporter_enable());
+	before = counts("default");
+	p = alloy_malloc(0);
+	ck_assert_ptr_nonnull(p);
+	c = counts("default");
+	ck_assert_uint_eq(c.allocs, before.allocs);
+	ck_assert_uint_eq(c.live_blocks, before.live_blocks);
+	alloy_free(p);
+	c = counts("default");
+	ck_assert_uint_eq(c.frees, before.frees);
+	ck_assert_uint_eq(snap.untracked_frees, 0);
+	ck_assert_uint_eq(snap.unknown_frees, 0);
+	/* Grown from nothing, it is a block like any other from there. */
+	p = alloy_realloc(alloy_malloc(0), 40);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(counts("default").current_bytes,
+			  before.current_bytes + 40);
+	alloy_free(p);
+	ck_assert_uint_eq(counts("default").current_bytes,
+			  before.current_bytes);
+	ck_assert_uint_eq(snap.untracked_frees, 0);
+	/* By hand, a zero size is refused: note_free would not know it. */
+	ck_assert_int_eq(alloy_reporter_note_alloc(buf, 0, ALLOY_CPU),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "size is 0"));
+	ck_assert_uint_eq(counts("external").allocs, 0);
 }
 END_TEST
 
@@ -601,6 +643,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, unknown_and_double_frees_are_counted);
 	tcase_add_test(tc, blocks_made_while_off_are_not_counted);
 	tcase_add_test(tc, drained_reporter_unhooks_itself);
+	tcase_add_test(tc, zero_byte_blocks_are_not_recorded);
 	tcase_add_test(tc, snapshot_header_limits_the_copy);
 	tcase_add_test(tc, thread_stress_accounts_exactly);
 	tcase_add_test(tc, json_report_parses_back);
