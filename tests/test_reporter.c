@@ -563,6 +563,44 @@ START_TEST(text_report_names_leaks_and_sites)
 }
 END_TEST
 
+/*
+ * A write callback may allocate through alloy: the leak list is not
+ * written while a shard of the table is locked.  The callback's blocks
+ * lie next to the leaked one (same region, same shard), so a callback
+ * run under that shard's lock would spin on it for ever.
+ */
+static _Alignas(64) char near[256];
+
+static void append_and_allocate(void *arg, const char *s)
+{
+	void *p = alloy_malloc(strlen(s) + 1);
+
+	ck_assert_ptr_nonnull(p);
+	alloy_free(p);
+	ck_assert_ok(alloy_reporter_note_alloc(near + 128, 8, ALLOY_CPU));
+	ck_assert_ok(alloy_reporter_note_free(near + 128));
+	append(arg, s);
+}
+
+START_TEST(report_callback_may_allocate)
+{
+	static struct text t;
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_reporter_note_alloc(near, 64, ALLOY_CPU));
+	ck_assert_ok(alloy_reporter_print(append_and_allocate, &t,
+					  ALLOY_REPORT_TEXT, true));
+	ck_assert_ptr_nonnull(strstr(t.buf, "64 bytes from external (cpu:0)"));
+	ck_assert_ptr_nonnull(strstr(t.buf, "1 blocks, 64 bytes\n"));
+	t.len = 0;
+	ck_assert_ok(alloy_reporter_print(append_and_allocate, &t,
+					  ALLOY_REPORT_JSON, true));
+	ck_assert_msg(json_valid(t.buf), "not JSON: %s", t.buf);
+	ck_assert_int_eq(json_num(strstr(t.buf, "\"leaks\""), "size"), 64);
+	ck_assert_ok(alloy_reporter_note_free(near));
+}
+END_TEST
+
 START_TEST(event_log_has_one_line_per_event)
 {
 	char path[64], line[256];
@@ -648,6 +686,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, thread_stress_accounts_exactly);
 	tcase_add_test(tc, json_report_parses_back);
 	tcase_add_test(tc, text_report_names_leaks_and_sites);
+	tcase_add_test(tc, report_callback_may_allocate);
 	tcase_add_test(tc, event_log_has_one_line_per_event);
 	tcase_add_test(tc, re_registered_names_share_a_row);
 	tcase_set_timeout(tc, 60);
