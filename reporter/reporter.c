@@ -367,8 +367,14 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b, &traced);
 	if (rc) {
 		if (!by_hand) {
-			/* Made while recording was off: not ours to count. */
-			atomic_fetch_add(&R.untracked_frees, 1);
+			/*
+			 * Made while recording was off: not ours to count,
+			 * but shown when freed while on.  While off (draining)
+			 * most frees are of such blocks: not counted.
+			 */
+			if (atomic_load_explicit(&R.enabled,
+						 memory_order_relaxed))
+				atomic_fetch_add(&R.untracked_frees, 1);
 			return 0;
 		}
 		/* Off: a pointer noted before it was switched on, maybe. */
