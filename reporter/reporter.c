@@ -252,10 +252,43 @@ counter_add(struct rep_counter *c, struct alloy__tls *t, int64_t bytes)
 	atomic_store_explicit(&t->count[c->slot], u, memory_order_relaxed);
 }
 
-/* Exact when no thread is changing it. */
+/*
+ * Exact when no thread is changing it; never negative (internal.h says
+ * why it could be).  *settled false: an estimate, not to raise a peak.
+ */
+static int64_t counter_read(const struct rep_counter *c, bool *settled)
+{
+	return alloy__rep_current_read(&c->pub, alloy__tcount_sum, c->slot,
+				       settled);
+}
+
 static int64_t counter_current(const struct rep_counter *c)
 {
-	return atomic_load(&c->pub) + alloy__tcount_sum(c->slot);
+	bool settled;
+
+	return counter_read(c, &settled);
+}
+
+/*
+ * current and peak as reported: a settled current above the peak is a
+ * peak missed by other threads' unpublished bytes (see counter_add) and
+ * raises it; an unsettled one is kept under the peak instead.
+ */
+static void counter_report(const struct rep_counter *c, uint64_t *current,
+			   uint64_t *peak)
+{
+	bool settled;
+	int64_t v = counter_read(c, &settled);
+	int64_t p = atomic_load(&c->peak);
+
+	if (v > p) {
+		if (settled)
+			p = v;
+		else
+			v = p;
+	}
+	*current = (uint64_t)v;
+	*peak = (uint64_t)p;
 }
 
 static void counter_init(struct rep_counter *c, int slot)
@@ -277,11 +310,7 @@ void alloy__rep_entry_counts(const struct rep_entry *e,
 	int64_t frees = alloy__tcount_sum(e->slots + REP_C_FREES);
 	int64_t allocs = alloy__tcount_sum(e->slots + REP_C_ALLOCS);
 
-	c->current_bytes = (uint64_t)counter_current(&e->bytes);
-	c->peak_bytes = (uint64_t)atomic_load(&e->bytes.peak);
-	/* A peak missed by other threads' unpublished bytes (see above). */
-	if (c->peak_bytes < c->current_bytes)
-		c->peak_bytes = c->current_bytes;
+	counter_report(&e->bytes, &c->current_bytes, &c->peak_bytes);
 	c->total_bytes = (uint64_t)alloy__tcount_sum(e->slots + REP_C_TOTAL);
 	c->allocs = (uint64_t)allocs;
 	c->frees = (uint64_t)frees;
@@ -618,10 +647,7 @@ int alloy_reporter_snapshot(struct alloy_reporter_snapshot *snap)
 		s.total.live_blocks += o->c.live_blocks;
 		s.nentries++;
 	}
-	s.total.current_bytes = (uint64_t)counter_current(&R.all);
-	s.total.peak_bytes = (uint64_t)atomic_load(&R.all.peak);
-	if (s.total.peak_bytes < s.total.current_bytes)
-		s.total.peak_bytes = s.total.current_bytes;
+	counter_report(&R.all, &s.total.current_bytes, &s.total.peak_bytes);
 	memcpy(snap, &s, size);
 	pthread_mutex_unlock(&snap_lock);
 	return 0;

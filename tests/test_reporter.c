@@ -13,6 +13,7 @@
 #include <alloy/malloc.h>
 
 #include "testutil.h"
+#include "reporter/internal.h"
 
 static struct alloy_reporter_snapshot snap;
 
@@ -281,6 +282,57 @@ START_TEST(untracked_frees_count_only_while_on)
 	ck_assert_uint_eq(counts("rep_untr").current_bytes, 0);
 	ck_assert_uint_eq(counts("rep_untr").allocs, 1);
 	ck_assert_uint_eq(snap.untracked_frees, 1);
+}
+END_TEST
+
+/*
+ * Reading current bytes while threads publish.  The sums below play two
+ * threads: one with 4096 bytes unpublished that publishes them during
+ * the read, one that freed 4096 bytes not yet published.  Really live:
+ * 0.  pub read before the publish plus the shares after it is -4096,
+ * which a snapshot showed as about 2^64 (and as the peak).
+ */
+static _Atomic int64_t fake_pub;
+static int fake_calls;
+
+static int64_t publish_once(int slot)
+{
+	(void)slot;
+	if (fake_calls++ == 0) {
+		atomic_fetch_add(&fake_pub, 4096); /* thread 1 publishes */
+		return 0 - 4096;		   /* its 0, thread 2's -4096 */
+	}
+	return -4096;
+}
+
+static int64_t publish_always(int slot)
+{
+	(void)slot;
+	fake_calls++;
+	atomic_fetch_add(&fake_pub, 4096);
+	return -atomic_load(&fake_pub) - 4096;
+}
+
+START_TEST(current_read_under_a_publish_is_never_negative)
+{
+	bool settled;
+
+	/* A publish during the sum: read again, exact. */
+	atomic_store(&fake_pub, 0);
+	fake_calls = 0;
+	ck_assert_int_eq(alloy__rep_current_read(&fake_pub, publish_once, 0,
+						 &settled),
+			 0);
+	ck_assert(settled);
+	ck_assert_int_eq(fake_calls, 2);
+	/* Never settles: an estimate, and never below 0. */
+	atomic_store(&fake_pub, 0);
+	fake_calls = 0;
+	ck_assert_int_eq(alloy__rep_current_read(&fake_pub, publish_always, 0,
+						 &settled),
+			 0);
+	ck_assert(!settled);
+	ck_assert_int_eq(fake_calls, REP_CURRENT_TRIES);
 }
 END_TEST
 
@@ -716,6 +768,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, drained_reporter_unhooks_itself);
 	tcase_add_test(tc, zero_byte_blocks_are_not_recorded);
 	tcase_add_test(tc, untracked_frees_count_only_while_on);
+	tcase_add_test(tc, current_read_under_a_publish_is_never_negative);
 	tcase_add_test(tc, snapshot_header_limits_the_copy);
 	tcase_add_test(tc, thread_stress_accounts_exactly);
 	tcase_add_test(tc, json_report_parses_back);
