@@ -449,6 +449,13 @@ static void hook_alloc(struct alloy_allocator *a,
  * sum of the counters is a cheap first test; the table is the exact one
  * (while draining nothing is added to it, so one pass over the shards
  * that finds them all empty proves it).
+ *
+ * The table is looked at again under R.lock: between a first look and
+ * the lock another thread may enable, record a block and disable again
+ * (drained once more), and unhooking then would leave that block with no
+ * hook to account its free.  Under R.lock, drained means no recording
+ * hook is installed or still running, so the table cannot fill up while
+ * it is read.
  */
 static void maybe_unhook(void)
 {
@@ -456,7 +463,7 @@ static void maybe_unhook(void)
 	    !alloy__ptrtable_empty())
 		return;
 	pthread_mutex_lock(&R.lock);
-	if (atomic_load(&R.drained))
+	if (atomic_load(&R.drained) && alloy__ptrtable_empty())
 		alloy__set_hooks(NULL);
 	pthread_mutex_unlock(&R.lock);
 }
