@@ -74,10 +74,15 @@ const char *alloy__rep_device_str(struct alloy_device d, char *buf, size_t len)
 	return buf;
 }
 
-/* The frames of stack id, innermost first: "at ..." lines or a JSON list. */
+/*
+ * The frames of stack id, innermost first: "at ..." lines or a JSON list.
+ * A frame's text goes to the callback as it is, not through put(): C++
+ * names pass put()'s 512 bytes, and a cut line lost its newline, which
+ * glued the next frame onto it.  Names longer than buf are cut.
+ */
 static void put_stack(struct out *o, uint32_t id, const char *indent)
 {
-	char buf[512];
+	char buf[2048];
 	int i = 0;
 
 	if (o->json)
@@ -89,7 +94,9 @@ static void put_stack(struct out *o, uint32_t id, const char *indent)
 			put(o, "%s", i ? ", " : "");
 			put_json_string(o, buf);
 		} else {
-			put(o, "%sat %s\n", indent, buf);
+			put(o, "%sat ", indent);
+			o->write(o->arg, buf);
+			o->write(o->arg, "\n");
 		}
 	}
 	if (o->json)

@@ -649,6 +649,51 @@ START_TEST(text_report_names_leaks_and_sites)
 END_TEST
 
 /*
+ * A frame name past 500 characters (C++ templates) still ends its line:
+ * the report wrote each "at" line through a 512-byte buffer, which cut
+ * the newline off and glued the next frame on.  The symbol is named by
+ * an asm label, so that its name can be built of string pieces.
+ */
+#define X50	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define LONG_NAME "alloc_from_a_long_name_" X50 X50 X50 X50 X50 X50 X50 X50 \
+		  X50 X50 X50 X50
+
+void long_named(struct alloy_allocator *a, struct alloy_data_ptr *dp)
+	__asm__(LONG_NAME);
+
+__attribute__((noinline)) void long_named(struct alloy_allocator *a,
+					  struct alloy_data_ptr *dp)
+{
+	ck_assert_ok(alloy_alloc(a, 333, 0, 0, dp));
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+START_TEST(text_report_lines_end_after_long_names)
+{
+	static struct text t;
+	struct test_alloc ta;
+	struct alloy_allocator *a;
+	struct alloy_data_ptr keep;
+	const char *at;
+
+	test_set_conf("backtrace:1");
+	a = test_alloc_register(&ta, "rep_long");
+	ck_assert_ok(alloy_reporter_enable());
+	long_named(a, &keep);
+	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_TEXT, true));
+	ck_assert_uint_gt(strlen(LONG_NAME), 600);
+	at = strstr(t.buf, "at " LONG_NAME "+0x");
+	ck_assert_msg(at, "no frame of the long name in %s", t.buf);
+	/* Every frame has a line of its own. */
+	for (at = t.buf; (at = strstr(at, "      at ")); at++)
+		ck_assert_msg(at > t.buf && at[-1] == '\n',
+			      "a frame glued to the line before: %.80s",
+			      at > t.buf + 80 ? at - 80 : t.buf);
+	alloy_data_ptr_free(&keep);
+}
+END_TEST
+
+/*
  * A write callback may allocate through alloy: the leak list is not
  * written while a shard of the table is locked.  The callback's blocks
  * lie next to the leaked one (same region, same shard), so a callback
@@ -773,6 +818,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, thread_stress_accounts_exactly);
 	tcase_add_test(tc, json_report_parses_back);
 	tcase_add_test(tc, text_report_names_leaks_and_sites);
+	tcase_add_test(tc, text_report_lines_end_after_long_names);
 	tcase_add_test(tc, report_callback_may_allocate);
 	tcase_add_test(tc, event_log_has_one_line_per_event);
 	tcase_add_test(tc, re_registered_names_share_a_row);
