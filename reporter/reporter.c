@@ -586,6 +586,14 @@ int alloy_reporter_note_alloc(const void *ptr, size_t size,
 		      "size is 0: zero-byte blocks are not recorded");
 	ALLOY_ENFORCE(size <= INT64_MAX, -EOVERFLOW, "size %zu is too large",
 		      size);
+	/* Else it would be counted on another device: the key keeps 8 bits. */
+	ALLOY_ENFORCE(dev.type >= 0 && dev.type < ALLOY_DEVICE_TYPE_COUNT,
+		      -EINVAL, "device type %d is not a known device type",
+		      (int)dev.type);
+	ALLOY_ENFORCE(dev.index >= 0, -EINVAL, "device index %d is negative",
+		      (int)dev.index);
+	ALLOY_ENFORCE(dev.type != ALLOY_DEVICE_CPU || dev.index == 0, -EINVAL,
+		      "device index %d: the CPU is device 0", (int)dev.index);
 	if (!atomic_load(&R.enabled))
 		return 0;
 	e = entry_get(alloy__hash_name("external"), "external", dev);

@@ -153,6 +153,51 @@ START_TEST(unknown_and_double_frees_are_counted)
 }
 END_TEST
 
+/*
+ * note_alloc names its device by hand: an unknown type (257 kept only
+ * its low 8 bits and was counted on cuda:0) or a negative index is
+ * refused, not counted on some other device.
+ */
+START_TEST(note_alloc_refuses_bad_devices)
+{
+	static const struct {
+		struct alloy_device d;
+		const char *msg;
+	} bad[] = {
+		{ { 257, 0 }, "device type 257" },
+		{ { -1, 0 }, "device type -1" },
+		{ { ALLOY_DEVICE_TYPE_COUNT, 0 }, "not a known device type" },
+		{ { ALLOY_DEVICE_CPU, -1 }, "index -1 is negative" },
+		{ { ALLOY_DEVICE_CUDA, -2 }, "index -2 is negative" },
+		{ { ALLOY_DEVICE_CPU, 1 }, "the CPU is device 0" },
+	};
+	char buf[16];
+	int external = 0;
+
+	ck_assert_ok(alloy_reporter_enable());
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(alloy_reporter_note_alloc(buf, 8, bad[i].d),
+				 -EINVAL);
+		ck_assert_msg(strstr(alloy_last_error(), bad[i].msg),
+			      "case %zu: %s", i, alloy_last_error());
+	}
+	ck_assert_ok(alloy_reporter_note_alloc(
+		buf, 8, (struct alloy_device){ ALLOY_DEVICE_CUDA, 1 }));
+	take();
+	for (uint32_t i = 0; i < snap.nentries; i++) {
+		if (strcmp(snap.entries[i].allocator, "external"))
+			continue;
+		external++;
+		ck_assert_int_eq(snap.entries[i].device.type,
+				 ALLOY_DEVICE_CUDA);
+		ck_assert_int_eq(snap.entries[i].device.index, 1);
+		ck_assert_uint_eq(snap.entries[i].c.current_bytes, 8);
+	}
+	ck_assert_int_eq(external, 1);
+	ck_assert_ok(alloy_reporter_note_free(buf));
+}
+END_TEST
+
 START_TEST(blocks_made_while_off_are_not_counted)
 {
 	struct test_alloc ta;
@@ -809,6 +854,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, accounting_is_exact);
 	tcase_add_test(tc, reset_peaks_sets_peak_to_current);
 	tcase_add_test(tc, unknown_and_double_frees_are_counted);
+	tcase_add_test(tc, note_alloc_refuses_bad_devices);
 	tcase_add_test(tc, blocks_made_while_off_are_not_counted);
 	tcase_add_test(tc, drained_reporter_unhooks_itself);
 	tcase_add_test(tc, zero_byte_blocks_are_not_recorded);
