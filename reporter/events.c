@@ -27,7 +27,18 @@
 
 #define TRACE_BUF  (64 * 1024)
 #define LOG_BUF	   (16 * 1024)
-#define MAX_SERIES 1024
+/*
+ * Room for every series there can be, so that no block goes untraced
+ * while its free is written (a reader refuses the free of a block it
+ * never saw made).  A record's alignment is a power of two that fits 32
+ * bits, or 0 for a larger one (reporter.c): 33 values per entry.
+ */
+#define ALIGN_VALUES 33
+#define MAX_SERIES   (ALLOY_REPORTER_MAX_ENTRIES * ALIGN_VALUES)
+/* The hash index: a power of two, at most half full. */
+#define SERIES_SLOTS 8192
+_Static_assert(2 * MAX_SERIES <= SERIES_SLOTS && SERIES_SLOTS <= UINT16_MAX,
+	       "series ids are 16 bits");
 
 struct rep_stream alloy__rep_trace = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -53,7 +64,7 @@ static struct {
 		uint32_t align;
 		uint32_t gen;
 	} series[MAX_SERIES];
-	uint16_t series_slot[2 * MAX_SERIES]; /* hash -> id, 0: empty */
+	uint16_t series_slot[SERIES_SLOTS]; /* hash -> id, 0: empty */
 	_Atomic uint32_t next_thread;
 } W;
 
@@ -162,11 +173,14 @@ static uint32_t declare_thread(void)
 	return me.id;
 }
 
-/* The series of (e, align), declared if new in this generation; 0: full. */
+/*
+ * The series of (e, align), declared if new in this generation; 0: full,
+ * which the size of the table rules out for the alignments records hold.
+ */
 static uint32_t declare_series(const struct rep_entry *e, uint32_t align)
 {
 	uint16_t entry = (uint16_t)(e - alloy__rep_entries);
-	size_t mask = 2 * MAX_SERIES - 1;
+	size_t mask = SERIES_SLOTS - 1;
 	size_t i = (size_t)(alloy__rep_mix(entry, align) >> 40) & mask;
 	char line[ALLOY_NAME_MAX + 96], dev[32], *p = line;
 	uint32_t id;

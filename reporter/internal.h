@@ -51,6 +51,39 @@ struct rep_counter {
 
 #define REP_SLACK (256 * 1024)
 
+/*
+ * A counter's current bytes while threads change it.  They are pub plus
+ * every thread's unpublished share, and the two are read one after the
+ * other.  A thread that publishes in between moves its share into pub:
+ * the reader has pub from before and the share from after (zero), and
+ * misses those bytes.  With another thread's free still unpublished the
+ * result is negative, which an unsigned report shows as about 2^64 and
+ * which then became the peak.  So pub is read again after the sum and
+ * the read is retried while it moved; a read that never settles is only
+ * an estimate: clamped to 0, and not to be taken as a new peak.  The sum
+ * is a parameter so that the test suite can move pub under it.
+ */
+#define REP_CURRENT_TRIES 4
+
+/*
+ * pub + sum(slot), never negative.  *settled: pub did not move during
+ * the sum (a publish and one that undoes it in between go unseen).
+ */
+static inline int64_t alloy__rep_current_read(const _Atomic int64_t *pub,
+					      int64_t (*sum)(int slot),
+					      int slot, bool *settled)
+{
+	int64_t p, v = 0;
+
+	*settled = false;
+	for (int i = 0; i < REP_CURRENT_TRIES && !*settled; i++) {
+		p = atomic_load(pub);
+		v = p + sum(slot);
+		*settled = atomic_load(pub) == p;
+	}
+	return v < 0 ? 0 : v;
+}
+
 struct rep_entry {
 	_Atomic uint64_t key; /* 0: unused; see entry_key() in reporter.c */
 	atomic_bool ready;    /* name, device and slots are valid */

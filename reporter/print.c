@@ -74,10 +74,15 @@ const char *alloy__rep_device_str(struct alloy_device d, char *buf, size_t len)
 	return buf;
 }
 
-/* The frames of stack id, innermost first: "at ..." lines or a JSON list. */
+/*
+ * The frames of stack id, innermost first: "at ..." lines or a JSON list.
+ * A frame's text goes to the callback as it is, not through put(): C++
+ * names pass put()'s 512 bytes, and a cut line lost its newline, which
+ * glued the next frame onto it.  Names longer than buf are cut.
+ */
 static void put_stack(struct out *o, uint32_t id, const char *indent)
 {
-	char buf[512];
+	char buf[2048];
 	int i = 0;
 
 	if (o->json)
@@ -89,7 +94,9 @@ static void put_stack(struct out *o, uint32_t id, const char *indent)
 			put(o, "%s", i ? ", " : "");
 			put_json_string(o, buf);
 		} else {
-			put(o, "%sat %s\n", indent, buf);
+			put(o, "%sat ", indent);
+			o->write(o->arg, buf);
+			o->write(o->arg, "\n");
 		}
 	}
 	if (o->json)
@@ -165,27 +172,41 @@ static int sum_devices(const struct alloy_reporter_snapshot *s,
 	return n;
 }
 
+/*
+ * The leak list is taken in two steps: the records are copied out with
+ * each shard locked (the first MAX_LISTED of them, and the count and
+ * bytes of all), then written with no lock held.  The write callback is
+ * the caller's code and may allocate through alloy, which records the
+ * block under a shard's lock: called under that lock, it would spin on
+ * it forever.  The copy is in arena memory, never malloc's, for the same
+ * reason.
+ */
 struct leaks {
-	struct out *o;
+	struct rep_block *listed; /* MAX_LISTED of them */
 	uint64_t blocks, bytes;
 };
 
-static int put_leak(const struct rep_block *b, void *arg)
+static int copy_leak(const struct rep_block *b, void *arg)
 {
 	struct leaks *l = arg;
-	struct out *o = l->o;
+
+	if (l->blocks < MAX_LISTED)
+		l->listed[l->blocks] = *b;
+	l->blocks++;
+	l->bytes += b->size;
+	return 0;
+}
+
+static void put_leak(struct out *o, const struct rep_block *b, bool first)
+{
 	const struct rep_entry *e = &alloy__rep_entries[b->entry];
 	char dev[32];
 
-	l->blocks++;
-	l->bytes += b->size;
-	if (l->blocks > MAX_LISTED)
-		return 0;
 	alloy__rep_device_str(e->device, dev, sizeof(dev));
 	if (o->json) {
 		put(o,
 		    "%s\n    {\"ptr\": \"%#llx\", \"size\": %llu, \"allocator\": ",
-		    l->blocks > 1 ? "," : "", (unsigned long long)b->ptr,
+		    first ? "" : ",", (unsigned long long)b->ptr,
 		    (unsigned long long)b->size);
 		put_json_string(o, e->name);
 		put(o, ", \"device\": ");
@@ -207,7 +228,6 @@ static int put_leak(const struct rep_block *b, void *arg)
 		put(o, "\n");
 		put_stack(o, b->stack, "      ");
 	}
-	return 0;
 }
 
 /* ---- leaks in summary: a count, and the sites holding the most ------- */
@@ -319,15 +339,18 @@ static void put_leak_summary(struct out *o)
 	alloy__arena_free(t.s, bytes);
 }
 
-static void put_leak_list(struct out *o)
+/* listed: room for MAX_LISTED records. */
+static void put_leak_list(struct out *o, struct rep_block *listed)
 {
-	struct leaks l = { o, 0, 0 };
+	struct leaks l = { listed, 0, 0 };
 
+	alloy__ptrtable_foreach(copy_leak, &l);
 	if (o->json)
 		put(o, ",\n \"leaks\": [");
 	else
 		put(o, "leaks (blocks still live):\n");
-	alloy__ptrtable_foreach(put_leak, &l);
+	for (uint64_t i = 0; i < l.blocks && i < MAX_LISTED; i++)
+		put_leak(o, &l.listed[i], i == 0);
 	if (o->json)
 		put(o, "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
 		    (unsigned long long)l.blocks, (unsigned long long)l.bytes);
@@ -354,6 +377,8 @@ int alloy__rep_print(void (*write)(void *arg, const char *text), void *arg,
 			 format == ALLOY_REPORT_JSON };
 	struct device_sum *devs;
 	size_t devs_bytes = ALLOY_REPORTER_MAX_ENTRIES * sizeof(*devs);
+	struct rep_block *listed = NULL;
+	size_t listed_bytes = MAX_LISTED * sizeof(*listed);
 	int ndev;
 	char dev[32];
 	int rc = -ENOMEM;
@@ -364,7 +389,9 @@ int alloy__rep_print(void (*write)(void *arg, const char *text), void *arg,
 	/* From the arena: this may run where malloc must not be called. */
 	s = alloy__arena_alloc(sizeof(*s));
 	devs = alloy__arena_alloc(devs_bytes);
-	if (!s || !devs) {
+	if (leaks == REP_LEAKS_FULL)
+		listed = alloy__arena_alloc(listed_bytes);
+	if (!s || !devs || (leaks == REP_LEAKS_FULL && !listed)) {
 		alloy__error(-ENOMEM, __func__, "no memory for a snapshot");
 		goto out_free;
 	}
@@ -422,7 +449,7 @@ int alloy__rep_print(void (*write)(void *arg, const char *text), void *arg,
 		    (unsigned long long)s->double_frees,
 		    (unsigned long long)s->untracked_frees);
 	if (leaks == REP_LEAKS_FULL)
-		put_leak_list(&o);
+		put_leak_list(&o, listed);
 	else if (leaks == REP_LEAKS_SUMMARY)
 		put_leak_summary(&o);
 	if (o.json)
@@ -430,6 +457,7 @@ int alloy__rep_print(void (*write)(void *arg, const char *text), void *arg,
 out_free:
 	alloy__arena_free(s, sizeof(*s));
 	alloy__arena_free(devs, devs_bytes);
+	alloy__arena_free(listed, listed_bytes);
 	return rc;
 }
 

@@ -259,10 +259,43 @@ counter_add(struct rep_counter *c, struct alloy__tls *t, int64_t bytes)
 	atomic_store_explicit(&t->count[c->slot], u, memory_order_relaxed);
 }
 
-/* Exact when no thread is changing it. */
+/*
+ * Exact when no thread is changing it; never negative (internal.h says
+ * why it could be).  *settled false: an estimate, not to raise a peak.
+ */
+static int64_t counter_read(const struct rep_counter *c, bool *settled)
+{
+	return alloy__rep_current_read(&c->pub, alloy__tcount_sum, c->slot,
+				       settled);
+}
+
 static int64_t counter_current(const struct rep_counter *c)
 {
-	return atomic_load(&c->pub) + alloy__tcount_sum(c->slot);
+	bool settled;
+
+	return counter_read(c, &settled);
+}
+
+/*
+ * current and peak as reported: a settled current above the peak is a
+ * peak missed by other threads' unpublished bytes (see counter_add) and
+ * raises it; an unsettled one is kept under the peak instead.
+ */
+static void counter_report(const struct rep_counter *c, uint64_t *current,
+			   uint64_t *peak)
+{
+	bool settled;
+	int64_t v = counter_read(c, &settled);
+	int64_t p = atomic_load(&c->peak);
+
+	if (v > p) {
+		if (settled)
+			p = v;
+		else
+			v = p;
+	}
+	*current = (uint64_t)v;
+	*peak = (uint64_t)p;
 }
 
 static void counter_init(struct rep_counter *c, int slot)
@@ -284,11 +317,7 @@ void alloy__rep_entry_counts(const struct rep_entry *e,
 	int64_t frees = alloy__tcount_sum(e->slots + REP_C_FREES);
 	int64_t allocs = alloy__tcount_sum(e->slots + REP_C_ALLOCS);
 
-	c->current_bytes = (uint64_t)counter_current(&e->bytes);
-	c->peak_bytes = (uint64_t)atomic_load(&e->bytes.peak);
-	/* A peak missed by other threads' unpublished bytes (see above). */
-	if (c->peak_bytes < c->current_bytes)
-		c->peak_bytes = c->current_bytes;
+	counter_report(&e->bytes, &c->current_bytes, &c->peak_bytes);
 	c->total_bytes = (uint64_t)alloy__tcount_sum(e->slots + REP_C_TOTAL);
 	c->allocs = (uint64_t)allocs;
 	c->frees = (uint64_t)frees;
@@ -374,8 +403,14 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b, &traced);
 	if (rc) {
 		if (!by_hand) {
-			/* Made while recording was off: not ours to count. */
-			atomic_fetch_add(&R.untracked_frees, 1);
+			/*
+			 * Made while recording was off: not ours to count,
+			 * but shown when freed while on.  While off (draining)
+			 * most frees are of such blocks: not counted.
+			 */
+			if (atomic_load_explicit(&R.enabled,
+						 memory_order_relaxed))
+				atomic_fetch_add(&R.untracked_frees, 1);
 			return 0;
 		}
 		/* Off: a pointer noted before it was switched on, maybe. */
@@ -397,11 +432,20 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	return 0;
 }
 
+/*
+ * A zero-byte block (malloc(0) through the plain-pointer API) is neither
+ * recorded nor traced: it holds no bytes, and a trace's SIZE starts at 1.
+ * Its free is skipped by its size too, so that it is not taken for the
+ * free of a block made while off.
+ */
 static void hook_alloc(struct alloy_allocator *a,
 		       const struct alloy_data_ptr *dp)
 {
-	struct rep_entry *e = entry_get(a->name_hash, a->name, dp->device);
+	struct rep_entry *e;
 
+	if (unlikely(!dp->size))
+		return;
+	e = entry_get(a->name_hash, a->name, dp->device);
 	if (likely(e))
 		record_alloc(e, dp->ptr, dp->size, dp->align);
 }
@@ -412,6 +456,13 @@ static void hook_alloc(struct alloy_allocator *a,
  * sum of the counters is a cheap first test; the table is the exact one
  * (while draining nothing is added to it, so one pass over the shards
  * that finds them all empty proves it).
+ *
+ * The table is looked at again under R.lock: between a first look and
+ * the lock another thread may enable, record a block and disable again
+ * (drained once more), and unhooking then would leave that block with no
+ * hook to account its free.  Under R.lock, drained means no recording
+ * hook is installed or still running, so the table cannot fill up while
+ * it is read.
  */
 static void maybe_unhook(void)
 {
@@ -419,7 +470,7 @@ static void maybe_unhook(void)
 	    !alloy__ptrtable_empty())
 		return;
 	pthread_mutex_lock(&R.lock);
-	if (atomic_load(&R.drained))
+	if (atomic_load(&R.drained) && alloy__ptrtable_empty())
 		alloy__set_hooks(NULL);
 	pthread_mutex_unlock(&R.lock);
 }
@@ -428,7 +479,8 @@ static void hook_free(struct alloy_allocator *a,
 		      const struct alloy_data_ptr *dp)
 {
 	(void)a;
-	record_free(dp->ptr, false);
+	if (likely(dp->size))
+		record_free(dp->ptr, false);
 }
 
 /*
@@ -448,7 +500,8 @@ static void hook_free_off(struct alloy_allocator *a,
 			  const struct alloy_data_ptr *dp)
 {
 	(void)a;
-	record_free(dp->ptr, false);
+	if (likely(dp->size))
+		record_free(dp->ptr, false);
 	drain_tick();
 }
 
@@ -535,8 +588,19 @@ int alloy_reporter_note_alloc(const void *ptr, size_t size,
 	if (rc)
 		return rc;
 	ALLOY_ENFORCE(ptr, -EINVAL, "ptr is NULL");
+	/* As for malloc(0): no block, so its note_free would be unknown. */
+	ALLOY_ENFORCE(size, -EINVAL,
+		      "size is 0: zero-byte blocks are not recorded");
 	ALLOY_ENFORCE(size <= INT64_MAX, -EOVERFLOW, "size %zu is too large",
 		      size);
+	/* Else it would be counted on another device: the key keeps 8 bits. */
+	ALLOY_ENFORCE(dev.type >= 0 && dev.type < ALLOY_DEVICE_TYPE_COUNT,
+		      -EINVAL, "device type %d is not a known device type",
+		      (int)dev.type);
+	ALLOY_ENFORCE(dev.index >= 0, -EINVAL, "device index %d is negative",
+		      (int)dev.index);
+	ALLOY_ENFORCE(dev.type != ALLOY_DEVICE_CPU || dev.index == 0, -EINVAL,
+		      "device index %d: the CPU is device 0", (int)dev.index);
 	if (!atomic_load(&R.enabled))
 		return 0;
 	e = entry_get(alloy__hash_name("external"), "external", dev);
@@ -605,10 +669,7 @@ int alloy_reporter_snapshot(struct alloy_reporter_snapshot *snap)
 		s.total.live_blocks += o->c.live_blocks;
 		s.nentries++;
 	}
-	s.total.current_bytes = (uint64_t)counter_current(&R.all);
-	s.total.peak_bytes = (uint64_t)atomic_load(&R.all.peak);
-	if (s.total.peak_bytes < s.total.current_bytes)
-		s.total.peak_bytes = s.total.current_bytes;
+	counter_report(&R.all, &s.total.current_bytes, &s.total.peak_bytes);
 	memcpy(snap, &s, size);
 	pthread_mutex_unlock(&snap_lock);
 	return 0;

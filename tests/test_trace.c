@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <alloy/malloc.h>
+
 #include "testutil.h"
 #include "tools/peak.h"
 #include "tools/symbols.h"
@@ -700,6 +702,80 @@ START_TEST(trace_started_at_run_time_is_whole)
 }
 END_TEST
 
+/*
+ * malloc(0) is reported to the reporter by the plain-pointer API; the
+ * trace leaves it out (SIZE starts at 1), so the trace reads back.
+ */
+START_TEST(zero_byte_blocks_are_not_traced)
+{
+	static struct trace_summary sum;
+	struct trace tr;
+	char err[256];
+	void *zero, *five;
+
+	trace_to_tmp();
+	ck_assert_ptr_nonnull(alloy_find_allocator("default")); /* starts */
+	ck_assert(alloy_reporter_enabled());
+	zero = alloy_malloc(0);
+	five = alloy_malloc(5);
+	ck_assert_ptr_nonnull(zero);
+	ck_assert_ptr_nonnull(five);
+	alloy_free(zero);
+	alloy_free(five);
+	ck_assert_ok(alloy_reporter_flush());
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
+	trace_summarize(&tr, &sum);
+	ck_assert_uint_eq(sum.all.allocs, 1);
+	ck_assert_uint_eq(sum.all.frees, 1);
+	ck_assert_uint_eq(sum.all.peak_bytes, 5);
+	trace_free(&tr);
+	unlink(trace_path);
+}
+END_TEST
+
+/*
+ * Every (allocator, device, alignment) series a trace can meet has its
+ * id: 56 allocators with 20 alignments each (1120 series) are all
+ * traced, so that no block's free is written without its allocation.
+ */
+START_TEST(every_series_is_traced)
+{
+	enum { NALLOC = 56, NALIGN = 20 };
+	static struct test_alloc ta[NALLOC];
+	static struct trace_summary sum;
+	struct trace tr;
+	char err[256];
+
+	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-test-trace.%d",
+		 (int)getpid());
+	ck_assert_ok(alloy_reporter_trace_start(trace_path));
+	for (int i = 0; i < NALLOC; i++) {
+		char name[16];
+		struct alloy_allocator *a;
+
+		snprintf(name, sizeof(name), "tr_s%d", i);
+		a = test_alloc_register(&ta[i], name);
+		for (int k = 0; k < NALIGN; k++) {
+			struct alloy_data_ptr dp;
+
+			ck_assert_ok(alloy_alloc(a, 64, (size_t)8 << k, 0,
+						 &dp));
+			alloy_data_ptr_free(&dp);
+		}
+	}
+	ck_assert_ok(alloy_reporter_trace_stop());
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert(tr.complete);
+	trace_summarize(&tr, &sum);
+	ck_assert_uint_eq(sum.all.allocs, NALLOC * NALIGN);
+	ck_assert_uint_eq(sum.all.frees, NALLOC * NALIGN);
+	trace_free(&tr);
+	unlink(trace_path);
+}
+END_TEST
+
 Suite *suite_trace(void)
 {
 	Suite *s = suite_create("trace");
@@ -717,6 +793,8 @@ Suite *suite_trace(void)
 	tcase_add_test(tc, peak_by_site_and_owner_is_exact);
 	tcase_add_test(tc, write_error_marks_the_trace_incomplete);
 	tcase_add_test(tc, trace_started_at_run_time_is_whole);
+	tcase_add_test(tc, zero_byte_blocks_are_not_traced);
+	tcase_add_test(tc, every_series_is_traced);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
