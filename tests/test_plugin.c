@@ -18,6 +18,7 @@
 
 #include <alloy/plugin.h>
 
+#include "core/sanitizer.h"
 #include "core/secure.h"
 #include "testutil.h"
 
@@ -744,7 +745,13 @@ Suite *suite_plugin(void)
 	tcase_add_test(loading, secure_mode_ignores_plugin_and_module_env);
 	tcase_add_test(loading, plugin_and_module_env_load_normally);
 	tcase_add_test(loading, init_may_not_register);
+#ifdef ALLOY_SANITIZER_OWNS_MALLOC
+	/* As tests/test_fork.c says: those runtimes are not fork-safe. */
+	fprintf(stderr, "plugin: skipped 1 test under a sanitizer "
+			"(its runtime is not fork-safe with threads)\n");
+#else
 	tcase_add_test(loading, fork_while_a_plugin_init_allocates);
+#endif
 	tcase_add_test(loading, unload_waits_for_context_ops);
 	suite_add_tcase(s, broken);
 	suite_add_tcase(s, good);

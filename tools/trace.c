@@ -946,11 +946,11 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 	if (source_open(&src, path, err, errlen))
 		return -1;
 	for (;;) {
-		const char *line = src.buf + src.start;
+		/* No buffer yet for an empty file: no arithmetic on NULL. */
+		const char *line = src.end > src.start ? src.buf + src.start
+						       : NULL;
 		const char *nl =
-			src.end > src.start
-				? memchr(line, '\n', src.end - src.start)
-				: NULL;
+			line ? memchr(line, '\n', src.end - src.start) : NULL;
 		long long off = src.got - (long long)(src.end - src.start);
 		size_t n;
 
