@@ -86,10 +86,11 @@ rc=$(export ALLOY_CONF=trace:/dev/full; limited 4194304 run demo --quick --out "
 check "demo with trace:/dev/full says so and exits 1" '[ "$rc" = 1 ] && [ "$(grep -c "trace:/dev/full: write failed" "$err")" = 1 ] && grep -q "/dev/full: not an alloy trace" "$err"'
 
 # A trace's path and owner names are bytes; JSON and SVG are UTF-8: the
-# bytes that are not UTF-8 come out as U+FFFD, the rest as it is.  Read by
-# strict parsers.
+# bytes that are not UTF-8 come out as U+FFFD, the rest as it is (and a
+# control byte, which XML cannot carry, as U+FFFD in SVG, escaped in
+# JSON).  Read by strict parsers.
 ntrace=$(printf '%s/n\351.trace' "$dir")
-printf 'alloy-trace 2 pid=1 clock=monotonic unit=ns\nT 1 1\nS 1 default cpu:0 64\no 1 lay\351r/\303\251t\na 10 1 1 1000 100 0 1\nend 20 1\n' >"$ntrace"
+printf 'alloy-trace 2 pid=1 clock=monotonic unit=ns\nT 1 1\nS 1 default cpu:0 64\no 1 lay\351r/\303\251t\001\na 10 1 1 1000 100 0 1\nend 20 1\n' >"$ntrace"
 rc=$(run report "$ntrace" --format json)
 check "report --format json of a path that is not UTF-8 is UTF-8 JSON" \
 	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
@@ -99,12 +100,12 @@ rc=$(run report "$ntrace" --at peak --format json)
 check "report --at peak --format json: an owner that is not UTF-8 is UTF-8 JSON" \
 	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
 d = json.load(open(sys.argv[1], encoding=\"utf-8\"))
-sys.exit(d[\"devices\"][0][\"owners\"][0][\"owner\"] != \"lay\ufffdr/\u00e9t\")" "$out"'
+sys.exit(d[\"devices\"][0][\"owners\"][0][\"owner\"] != \"lay\ufffdr/\u00e9t\x01\")" "$out"'
 rc=$(run report "$ntrace" --format flamegraph-svg --by owner -o "$dir/n.svg")
 check "flamegraph-svg of an owner that is not UTF-8 is XML" \
 	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import sys, xml.etree.ElementTree as E
 text = \"\".join(E.parse(sys.argv[1]).getroot().itertext())
-sys.exit(\"lay\ufffdr/\u00e9t\" not in text)" "$dir/n.svg"'
+sys.exit(\"lay\ufffdr/\u00e9t\ufffd\" not in text)" "$dir/n.svg"'
 
 # A trace cut while it is read (a rerun of the program with the same
 # trace: path truncates it) is an error naming the file, not a SIGBUS.

@@ -131,8 +131,17 @@ void html_text(FILE *out, const char *s)
 		case '"':
 			fputs("&quot;", out);
 			break;
-		default:
+		case '\t':
+		case '\n':
+		case '\r':
 			fputc(*s, out);
+			break;
+		default:
+			/* XML has no way to carry the other control bytes. */
+			if ((unsigned char)*s < 0x20)
+				fputs("&#xfffd;", out);
+			else
+				fputc(*s, out);
 		}
 	}
 }
