@@ -22,7 +22,8 @@ void json_string_script(FILE *out, const char *s);
 
 /*
  * Write s as HTML or SVG text (&, <, >, " escaped; a byte that is not
- * part of valid UTF-8 as &#xfffd;, as in json_string).
+ * part of valid UTF-8 as &#xfffd;, as in json_string, and so is a
+ * control byte other than tab, newline and carriage return).
  */
 void html_text(FILE *out, const char *s);
 
