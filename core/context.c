@@ -118,24 +118,16 @@ int alloy_has_context(int device_type)
 
 /*
  * The context of type for one op call, looked up inside a grace section
- * that op_put ends after the call: alloy_unregister_context waits for
- * such sections, so the plugin that provided a context is never unloaded
- * while a thread still runs its code.  A thread without a record (one
- * that is exiting) calls without.
+ * that alloy__section_leave ends after the call: alloy_unregister_context
+ * waits for such sections, so the plugin that provided a context is
+ * never unloaded while a thread still runs its code.
  */
-static struct context *op_get(int type, struct alloy__tls **t)
+static inline struct context *op_get(int type, struct alloy__tls **t)
 {
-	*t = alloy__tls_get();
-	if (*t)
-		alloy__enter(*t);
+	*t = alloy__section_enter();
 	return get(type);
 }
 
-static void op_put(struct alloy__tls *t)
-{
-	if (t)
-		alloy__leave(t);
-}
 
 static int no_context(const char *func, struct alloy_device dev)
 {
@@ -162,7 +154,7 @@ int alloy_context_new(struct alloy_device dev, size_t nbytes,
 	c = op_get(dev.type, &t);
 	rc = c ? c->ops.new_bytes(c->ctx, dev, nbytes, out)
 	       : no_context(__func__, dev);
-	op_put(t);
+	alloy__section_leave(t);
 	if (!rc)
 		out->device = dev;
 	return rc;
@@ -225,7 +217,7 @@ int alloy_copy_bytes_async(size_t nbytes, const void *src,
 	rc = c ? c->ops.copy_bytes(c->ctx, nbytes, src, src_dev, dst, dst_dev,
 				   stream)
 	       : no_context("alloy_copy_bytes", via);
-	op_put(t);
+	alloy__section_leave(t);
 	return rc;
 }
 
@@ -257,10 +249,10 @@ int alloy_memset(struct alloy_device dev, void *ptr, int byte, size_t n)
 	c = op_get(dev.type, &t);
 	if (c && c->ops.memset_bytes) {
 		rc = c->ops.memset_bytes(c->ctx, dev, ptr, byte, n, NULL);
-		op_put(t);
+		alloy__section_leave(t);
 		return rc;
 	}
-	op_put(t);
+	alloy__section_leave(t);
 	ALLOY_ENFORCE(host_memory(dev.type), -ENOTSUP,
 		      "%s memory cannot be set from the host and %s",
 		      alloy_device_type_name(dev.type),
@@ -281,6 +273,6 @@ int alloy_context_synchronize(struct alloy_device dev)
 	rc = !c			? no_context(__func__, dev)
 	     : c->ops.synchronize ? c->ops.synchronize(c->ctx, dev)
 				  : 0;
-	op_put(t);
+	alloy__section_leave(t);
 	return rc;
 }

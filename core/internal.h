@@ -353,6 +353,26 @@ static inline void alloy__leave(struct alloy__tls *t)
 ALLOY_HIDDEN void alloy__synchronize(void);
 
 /*
+ * A section on the calling thread's record, for code outside the
+ * allocation path: the record (NULL for a thread without one, which then
+ * goes without) is what alloy__section_leave takes.
+ */
+static inline struct alloy__tls *alloy__section_enter(void)
+{
+	struct alloy__tls *t = alloy__tls_get();
+
+	if (t)
+		alloy__enter(t);
+	return t;
+}
+
+static inline void alloy__section_leave(struct alloy__tls *t)
+{
+	if (t)
+		alloy__leave(t);
+}
+
+/*
  * fork(): core's locks are held across it, in the order they nest
  * (core/fork.c): plugins, registry, contexts, conf reports, records,
  * arena.

@@ -174,7 +174,7 @@ static inline void *finish(struct alloy_allocator *a, void *base, size_t size,
 static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 			 size_t size, size_t align)
 {
-	struct alloy__tls *t = alloy__tls_get();
+	struct alloy__tls *t = alloy__section_enter();
 	const struct alloy__hooks *h;
 	struct alloy_data_ptr dp = {
 		.ptr = user,
@@ -184,8 +184,6 @@ static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 		.align = align,
 	};
 
-	if (t)
-		alloy__enter(t);
 	h = alloy__hooks_now();
 	if (h) {
 		h->on_alloc(a, &dp);
@@ -193,8 +191,7 @@ static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 		hdr_of(user)->tag |= (uint32_t)PLAIN_REPORTED << 24;
 		hdr_of(user)->check = hdr_check(user, hdr_of(user)->tag);
 	}
-	if (t)
-		alloy__leave(t);
+	alloy__section_leave(t);
 }
 
 static void *plain_slow(int device_type, size_t size, size_t align,

@@ -88,6 +88,23 @@ START_TEST(a_block_waits_for_the_copies_that_used_it)
 }
 END_TEST
 
+/*
+ * For the context's async copies: the simulator's CUDA context, the
+ * caching allocator and host as the defaults, and a stream of bsim.
+ */
+static void *async_copy_setup(struct alloy_cuda_sim *bsim,
+			      struct alloy_allocator *host)
+{
+	void *stream;
+
+	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
+	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
+					       "cuda_caching_sim"));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA_HOST, host));
+	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &stream));
+	return stream;
+}
+
 START_TEST(async_copies_record_the_pinned_block_themselves)
 {
 	struct alloy_allocator *host = alloy_find_allocator("cuda_host_sim");
@@ -96,11 +113,7 @@ START_TEST(async_copies_record_the_pinned_block_themselves)
 	struct alloy_data_ptr pin, dev, again;
 	void *s1, *p;
 
-	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
-	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
-					       "cuda_caching_sim"));
-	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA_HOST, host));
-	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &s1));
+	s1 = async_copy_setup(bsim, host);
 	ck_assert_ok(
 		alloy_alloc_default(ALLOY_DEVICE_CUDA_HOST, 4096, 0, &pin));
 	ck_assert_ok(alloy_context_new(gpu, 4096, &dev));
@@ -167,11 +180,7 @@ START_TEST(async_copies_protect_a_block_used_in_part)
 	struct alloy_cuda_sim_counts before, after;
 	void *s1, *p;
 
-	ck_assert_ok(alloy_cuda_sim_register_context(bsim));
-	ck_assert_ok(alloy_set_default_by_name(ALLOY_DEVICE_CUDA,
-					       "cuda_caching_sim"));
-	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA_HOST, host));
-	ck_assert_ok(alloy_cuda_sim_stream_create(bsim, &s1));
+	s1 = async_copy_setup(bsim, host);
 	ck_assert_ok(alloy_context_new(gpu, 4096, &dev));
 	for (int dir = 0; dir < 2; dir++) {
 		ck_assert_ok(alloy_alloc(host, 4096, 0, 0, &pin));
