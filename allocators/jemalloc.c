@@ -64,8 +64,12 @@
 
 /* Sizes up to this have their natural alignment in the table. */
 #define TABLE_MAX 1024
-/* The thread cache starts above the table: one test for both. */
-_Static_assert(MTCACHE_MIN == TABLE_MAX + 1, "thread cache after the table");
+/*
+ * The module's thread cache is used above the table (below, jemalloc's
+ * own is as fast): one test for both.
+ */
+#define CACHED_MIN (TABLE_MAX + 1)
+_Static_assert(MTCACHE_MIN < CACHED_MIN, "the thread cache has these sizes");
 /* What every size above TABLE_MAX is aligned to with flags 0. */
 #define ABOVE_TABLE_NATURAL 64
 
@@ -172,7 +176,7 @@ static size_t block_bytes(const void *ptr)
  * The thread cache's blocks (allocators/modtcache.h), on the shared arena
  * with flags 0: 64 is natural above 1 KiB.
  */
-static void *make_cached(size_t bytes, bool zero);
+static void *make_cached(size_t bytes, size_t align, bool zero);
 
 static void release_cached(void *ptr, size_t bytes)
 {
@@ -185,7 +189,7 @@ static void release_cached(void *ptr, size_t bytes)
 static bool classes_are_lists(void)
 {
 	/* Each class's least size must be jemalloc's class of the same bytes. */
-	for (size_t least = MTCACHE_MIN; least <= MTCACHE_MAX;
+	for (size_t least = CACHED_MIN; least <= MTCACHE_MAX;
 	     least = mtcache_block_bytes(least) + 1)
 		if (nallocx(least, 0) != mtcache_block_bytes(least))
 			return false;
@@ -215,7 +219,7 @@ static void init_large_cache(void)
 static void set_flags(struct je_state *s, int flags)
 {
 	s->flags = flags;
-	s->plain_span = flags || !own.malloc ? 0 : MTCACHE_MIN - 9;
+	s->plain_span = flags || !own.malloc ? 0 : CACHED_MIN - 9;
 	s->thread_cache = !flags && s->classes_are_lists;
 }
 
@@ -286,9 +290,9 @@ static void *alloc_flags(struct je_state *s, size_t size, size_t align,
 	return mallocx(size, f);
 }
 
-static void *make_cached(size_t bytes, bool zero)
+static void *make_cached(size_t bytes, size_t align, bool zero)
 {
-	return alloc_flags(&je, bytes, MTCACHE_ALIGN,
+	return alloc_flags(&je, bytes, align,
 			   zero ? ALLOY_ALLOC_ZERO : 0);
 }
 
@@ -296,7 +300,8 @@ static void *make_cached(size_t bytes, bool zero)
 static inline bool thread_kind(const struct je_state *s, size_t size,
 			       size_t align)
 {
-	return s->thread_cache && mtcache_covers(size, align);
+	return s->thread_cache && size >= CACHED_MIN &&
+	       mtcache_covers(size, align);
 }
 
 /*
@@ -329,7 +334,8 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 						: own.malloc(size);
 	if (size > TABLE_MAX) {
 		if (thread_kind(s, size, align))
-			return mtcache_alloc(size, flags & ALLOY_ALLOC_ZERO);
+			return mtcache_alloc(size, align,
+					     flags & ALLOY_ALLOC_ZERO);
 		if (large_kind(s, size, align))
 			return large_alloc(s, size, align, flags);
 	}

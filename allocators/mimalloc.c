@@ -46,8 +46,6 @@
 #define LARGE_LG_MIN MTCACHE_LG_END
 /* Above this, mimalloc's size classes are multiples of 256. */
 #define SMALL_MAX 1024
-/* The thread cache starts where the small sizes end: one test for both. */
-_Static_assert(MTCACHE_MIN == SMALL_MAX + 1, "thread cache after SMALL_MAX");
 /* Alignments mi_malloc is tried for above SMALL_MAX. */
 #define TRY_ALIGN_MAX 4096
 
@@ -114,33 +112,37 @@ static __attribute__((noinline)) void *large_alloc(size_t size, size_t align,
 	return p ? p : alloc_uncached(modcache_block_bytes(size), align, zero);
 }
 
+/* What the thread cache does not cover. */
+static __attribute__((noinline)) void *alloc_other(size_t size, size_t align,
+						   bool zero)
+{
+	if (size > modcache_min && modcache_covers(size, align))
+		return large_alloc(size, align, zero);
+	return alloc_uncached(size, align, zero);
+}
+
+/* The thread cache's path first, inline, with no frame to set up. */
 static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 			    unsigned flags)
 {
 	bool zero = flags & ALLOY_ALLOC_ZERO;
 
 	(void)ctx;
-	if (size > SMALL_MAX) {
-		if (mtcache_covers(size, align))
-			return mtcache_alloc(size, zero);
-		if (size > modcache_min && modcache_covers(size, align))
-			return large_alloc(size, align, zero);
-	}
-	return alloc_uncached(size, align, zero);
+	if (mtcache_covers(size, align))
+		return mtcache_alloc(size, align, zero);
+	return alloc_other(size, align, zero);
 }
 
 static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
-	if (size > SMALL_MAX) {
-		if (mtcache_covers(size, align)) {
-			mtcache_free(ptr, size);
-			return;
-		}
-		if (size > modcache_min && modcache_covers(size, align)) {
-			modcache_free(ptr, size);
-			return;
-		}
+	if (mtcache_covers(size, align)) {
+		mtcache_free(ptr, size);
+		return;
+	}
+	if (size > modcache_min && modcache_covers(size, align)) {
+		modcache_free(ptr, size);
+		return;
 	}
 	mi_free(ptr);
 }
@@ -219,9 +221,9 @@ static size_t block_bytes(const void *ptr)
 }
 
 /* The thread cache's blocks (allocators/modtcache.h). */
-static void *make_cached(size_t bytes, bool zero)
+static void *make_cached(size_t bytes, size_t align, bool zero)
 {
-	return alloc_uncached(bytes, MTCACHE_ALIGN, zero);
+	return alloc_uncached(bytes, align, zero);
 }
 
 static void release_cached(void *ptr, size_t bytes)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * allocators/modtcache.c - a backend module's per-thread cache of free
- * medium blocks (allocators/modtcache.h has why and the rules).
+ * blocks: its state, and the paths the inline pop and push in
+ * allocators/modtcache.h hand over (that header has why and the rules).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -14,33 +16,35 @@
 #include "allocators/freelink.h"
 #include "allocators/modtcache.h"
 
-struct mtcache {
-	void *head[MTCACHE_BINS];
-	unsigned char count[MTCACHE_BINS];
-	bool registered; /* the exit key holds this thread's cache */
+/*
+ * Each thread's cache, made at its first keep (make_cache) from the
+ * backend itself: a module's malloc could be alloy's own under `alloy
+ * run`.  Only this pointer is thread-local, and in the static TLS block
+ * (initial-exec): a load and no call, where a dlopen'ed module's dynamic
+ * TLS costs a call into ld.so per lookup (_dl_tlsdesc_dynamic or
+ * __tls_get_addr; 2 ns of a 9 ns pair).  Eight bytes a module fit in the
+ * room glibc keeps for libraries dlopen'ed with such variables
+ * (libmimalloc's and liballoy's are there too).  NULL until the first
+ * keep, RETIRED after the thread's exit handler (its last frees go to
+ * the backend then).
+ */
+__thread struct mtcache *mtcache_self
+	__attribute__((tls_model("initial-exec")));
+/* Full everywhere (no count is below a depth) and empty: keeps nothing. */
+static const struct mtcache retired_cache = {
+	.count = { [0 ... MTCACHE_BINS - 1] = UCHAR_MAX },
 };
+#define RETIRED ((struct mtcache *)&retired_cache)
 
-/*
- * Each thread's own.  The module is dlopen'ed, so this is dynamic TLS:
- * built with TLS descriptors where configure found them (a lookup of a
- * few instructions that keeps the caller's registers), else one call to
- * __tls_get_addr per lookup.
- */
-static __thread struct mtcache cache;
+unsigned char mtcache_bin_of[MTCACHE_ROWS];
+_Atomic unsigned char mtcache_depth[MTCACHE_BINS];
+/* Set by mtcache_init; until then every link fails its check. */
+struct freelink_key mtcache_link_key = { UINTPTR_MAX, FREELINK_HIGH };
 
-/*
- * The list of each size in the range by (size - 1) / 256: the classes
- * are 256 bytes apart or more, so a table of 256 answers at the cost of
- * a load (filled by mtcache_init).
- */
-#define BIN_STEP_LG 8
-static unsigned char bin_of[MTCACHE_MAX >> BIN_STEP_LG];
-
-/* The list of a request that mtcache_covers. */
-static inline size_t bin(size_t size)
-{
-	return bin_of[(size - 1) >> BIN_STEP_LG];
-}
+static struct mtcache_backend backend;
+static pthread_key_t exit_key;
+static atomic_bool have_key;
+static _Atomic unsigned long long bad_links;
 
 /* The bytes every block of list b holds: its class. */
 static inline size_t bin_bytes(size_t b)
@@ -48,34 +52,12 @@ static inline size_t bin_bytes(size_t b)
 	return qclass_bytes(b, MTCACHE_LG_MIN);
 }
 
-/* Blocks list b may hold: the option, capped by MTCACHE_BIN_BYTES. */
-static _Atomic unsigned char depth[MTCACHE_BINS];
-static struct mtcache_backend backend;
-static pthread_key_t exit_key;
-static atomic_bool have_key;
-static _Atomic unsigned long long bad_links;
-/* The links' key (allocators/freelink.h), set by mtcache_init. */
-static struct freelink_key link_key = { UINTPTR_MAX, FREELINK_HIGH };
-
-/*
- * The calling thread's cache, looked up once: the empty asm hides where
- * the pointer came from, or the compiler would look it up again after
- * each call rather than keep it in a register.
- */
-static inline struct mtcache *here(void)
-{
-	struct mtcache *c = &cache;
-
-	__asm__("" : "+r"(c));
-	return c;
-}
-
 static void set_depth(unsigned n)
 {
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
 		size_t most = 1 + MTCACHE_BIN_BYTES / bin_bytes(b);
 
-		atomic_store_explicit(&depth[b],
+		atomic_store_explicit(&mtcache_depth[b],
 				      (unsigned char)(n < most ? n : most),
 				      memory_order_relaxed);
 	}
@@ -94,23 +76,31 @@ static __attribute__((noinline, cold)) void *bad_link(void *p, size_t b)
 
 static void *next_of(void *p, size_t b)
 {
-	void *next = freelink_get(p, &link_key);
+	void *next = freelink_get(p, &mtcache_link_key);
 
-	return freelink_ok(next, MTCACHE_ALIGN) ? next : bad_link(p, b);
+	return freelink_ok(next, MTCACHE_KEEP_ALIGN) ? next : bad_link(p, b);
 }
 
-/* Hand out p, the head of list b, whose link failed: the list ends. */
-static __attribute__((noinline, cold)) void *
-take_last(struct mtcache *c, void *p, size_t b, size_t size, bool zero)
+/*
+ * A request the head of list b did not serve: no cache or an empty list
+ * (head NULL) get a new block of the class; a head whose link failed its
+ * check (head set) is handed out, and the list ends there.
+ */
+void *mtcache_alloc_slow(struct mtcache *c, void *head, size_t b,
+			 size_t size, size_t align, bool zero)
 {
-	bad_link(p, b);
+	if (!head)
+		return backend.make(bin_bytes(b), align, zero);
+	bad_link(head, b);
 	c->head[b] = NULL;
 	c->count[b] = 0;
-	return zero ? memset(p, 0, size) : p;
+	return zero ? memset(head, 0, size) : head;
 }
 
 static void flush(struct mtcache *c)
 {
+	if (!c || c == RETIRED)
+		return;
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
 		for (void *p = c->head[b], *next; p; p = next) {
 			next = next_of(p, b);
@@ -121,29 +111,74 @@ static void flush(struct mtcache *c)
 	}
 }
 
-/*
- * At thread exit.  A free by a later destructor may keep a block again
- * and register anew, and glibc then calls this once more.
- */
+/* Give back a cache and the blocks it keeps; the thread keeps no more. */
+static void retire(struct mtcache *c)
+{
+	flush(c);
+	mtcache_self = RETIRED;
+	backend.release(c, sizeof(*c));
+}
+
+/* At thread exit: a later destructor's frees go to the backend. */
 static void thread_exit(void *arg)
 {
-	struct mtcache *c = arg;
+	retire(arg);
+}
 
-	flush(c);
-	c->registered = false;
+/*
+ * The calling thread's first keep: a cache, and the exit key set to
+ * empty it.  NULL if either fails: the thread keeps nothing then.
+ */
+static struct mtcache *make_cache(void)
+{
+	struct mtcache *c;
+
+	if (!atomic_load_explicit(&have_key, memory_order_relaxed))
+		return NULL;
+	c = backend.make(sizeof(*c), MTCACHE_KEEP_ALIGN, true);
+	if (!c)
+		return NULL;
+	if (pthread_setspecific(exit_key, c)) {
+		backend.release(c, sizeof(*c));
+		mtcache_self = RETIRED;
+		return NULL;
+	}
+	mtcache_self = c;
+	return c;
+}
+
+/*
+ * A free the inline path turned away: the thread's first keep (make its
+ * cache), or a block to give back.
+ */
+void mtcache_free_slow(struct mtcache *c, void *p, size_t b)
+{
+	unsigned depth = atomic_load_explicit(&mtcache_depth[b],
+					      memory_order_relaxed);
+
+	if ((uintptr_t)p % MTCACHE_KEEP_ALIGN == 0 && depth) {
+		if (!c)
+			c = make_cache();
+		if (c && c->count[b] < depth) {
+			freelink_set(p, c->head[b], &mtcache_link_key);
+			c->head[b] = p;
+			c->count[b]++;
+			return;
+		}
+	}
+	backend.release(p, bin_bytes(b));
 }
 
 int mtcache_init(const struct mtcache_backend *be)
 {
 	int rc;
 
-	/* Entry i: sizes 256 i + 1 .. 256 (i + 1); those below the range unused. */
-	for (size_t i = MTCACHE_MIN >> BIN_STEP_LG;
-	     i < sizeof(bin_of); i++)
-		bin_of[i] = (unsigned char)qclass_of(
-			(i + 1) << BIN_STEP_LG, MTCACHE_LG_MIN);
+	/* Each size's row gets its class; rows below the range stay unused. */
+	for (size_t size = MTCACHE_MIN; size <= MTCACHE_MAX; size++)
+		mtcache_bin_of[mtcache_row(size)] =
+			(unsigned char)qclass_of(size, MTCACHE_LG_MIN);
 	backend = *be;
-	link_key = freelink_key();
+	mtcache_link_key = freelink_key();
 	rc = pthread_key_create(&exit_key, thread_exit);
 	if (rc) {
 		set_depth(0);
@@ -156,7 +191,11 @@ int mtcache_init(const struct mtcache_backend *be)
 
 void mtcache_fini(void)
 {
-	flush(&cache);
+	struct mtcache *c = mtcache_self;
+
+	if (c && c != RETIRED)
+		retire(c);
+	mtcache_self = NULL;
 	if (atomic_exchange(&have_key, false))
 		pthread_key_delete(exit_key);
 }
@@ -175,66 +214,7 @@ int mtcache_option(const char *module, const char *value)
 	return 0;
 }
 
-void *mtcache_alloc(size_t size, bool zero)
-{
-	size_t b = bin(size);
-	struct mtcache *c = here();
-	void *p = c->head[b], *next;
-
-	if (__builtin_expect(!p, 0))
-		return backend.make(bin_bytes(b), zero);
-	next = freelink_get(p, &link_key);
-	if (__builtin_expect(!freelink_ok(next, MTCACHE_ALIGN), 0))
-		return take_last(c, p, b, size, zero);
-	c->head[b] = next;
-	c->count[b]--;
-	return zero ? memset(p, 0, size) : p;
-}
-
-static bool room(const struct mtcache *c, const void *p, size_t b)
-{
-	return c->count[b] < atomic_load_explicit(&depth[b],
-						  memory_order_relaxed) &&
-	       (uintptr_t)p % MTCACHE_ALIGN == 0;
-}
-
-static void push(struct mtcache *c, void *p, size_t b)
-{
-	freelink_set(p, c->head[b], &link_key);
-	c->head[b] = p;
-	c->count[b]++;
-}
-
-/*
- * A free the fast path turned away: the thread's first keep (have its
- * cache emptied at its exit), or a block to give back.
- */
-static __attribute__((noinline, cold)) void
-free_slow(struct mtcache *c, void *p, size_t b)
-{
-	if (room(c, p, b) && !c->registered &&
-	    atomic_load_explicit(&have_key, memory_order_relaxed) &&
-	    !pthread_setspecific(exit_key, c)) {
-		c->registered = true;
-		push(c, p, b);
-		return;
-	}
-	backend.release(p, bin_bytes(b));
-}
-
-void mtcache_free(void *ptr, size_t size)
-{
-	size_t b = bin(size);
-	struct mtcache *c = here();
-
-	if (__builtin_expect(!room(c, ptr, b) || !c->registered, 0)) {
-		free_slow(c, ptr, b);
-		return;
-	}
-	push(c, ptr, b);
-}
-
 void mtcache_flush_self(void)
 {
-	flush(&cache);
+	flush(mtcache_self);
 }

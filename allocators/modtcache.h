@@ -1,39 +1,50 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * allocators/modtcache.h - a backend module's per-thread cache of free
- * medium blocks, 1025 bytes to 64 KiB: what the default allocator's
- * thread cache (allocators/default_cache.h) is to glibc, for jemalloc and
- * mimalloc.
+ * blocks, 33 bytes to 64 KiB: what the default allocator's thread cache
+ * (allocators/default_cache.h) is to glibc, for jemalloc and mimalloc.
  *
- * Both backends are slower in this range than at their smallest sizes,
- * and slower than alloy's own path could hide: mimalloc serves up to 1024
- * bytes from a per-size page pointer of the thread's heap and takes its
- * generic path above (262 instructions a mi_malloc + mi_free pair at
- * 1040 bytes against 156 at 1024); jemalloc's thread cache costs 234
- * instructions a mallocx + sdallocx pair at 4 KiB and 387 at 16 KiB, and
- * above its tcache_max (32 KiB) a block comes from the arena under a lock
- * (2,600-4,200).  A tensor runtime frees and makes again blocks of these
- * sizes all the time (activations, a NumPy array of 1 KiB behind the
- * plain-pointer API's 16-byte header), so the module keeps them itself:
- * one list per size class, four classes to a doubling
- * (allocators/quarterclass.h; the classes of both backends in this range),
- * each block made at its class's full size and aligned to 64 bytes, so
- * that any block of a list serves any request of the class at any
- * alignment up to 64.  A list holds at most "thread_cache" blocks (the
- * module's option, 7 unless set; 0 turns the cache off) and never more
- * than 64 KiB beyond its first block: at the default, at most 1.33 MiB
- * per thread (docs/PLUGINS.md).
+ * Both backends are slower in 1 KiB - 64 KiB than at their smallest
+ * sizes, and slower than alloy's own path could hide: mimalloc serves up
+ * to 1024 bytes from a per-size page pointer of the thread's heap and
+ * takes its generic path above (262 instructions a mi_malloc + mi_free
+ * pair at 1040 bytes against 156 at 1024); jemalloc's thread cache costs
+ * 234 instructions a mallocx + sdallocx pair at 4 KiB and 387 at 16 KiB,
+ * and above its tcache_max (32 KiB) a block comes from the arena under a
+ * lock (2,600-4,200).  Below 1 KiB mimalloc is quick until a free empties
+ * its page, which then takes its retire path (88 instructions a free
+ * against 26): a block made and freed over and over, as a tensor
+ * runtime's small buffers are, pays that every time.  jemalloc's module
+ * starts the cache above 1 KiB (allocators/jemalloc.c: below, its own
+ * thread cache through malloc/free is as fast); mimalloc's from 33 bytes.
+ *
+ * One list per size class, four classes to a doubling
+ * (allocators/quarterclass.h; the classes of both backends in this
+ * range), each block made at its class's full size, so that any block of
+ * a list holds any request of the class.  A block is kept only if aligned
+ * to 16 at least; a request (at most 64-aligned) takes its list's head if
+ * the head has its alignment, else a new block of the class, which joins
+ * the list when freed.  Above 1 KiB every class is a multiple of 256 and
+ * both backends align such blocks to 64, so the head always serves; below,
+ * a class's blocks have the alignment of its size's lowest set bit (80:
+ * 16), and a DataPtr's 64 is served from the list of a class that is a
+ * multiple of 64 and from new blocks otherwise.  A list holds at most
+ * "thread_cache" blocks (the module's option, 7 unless set; 0 turns the
+ * cache off) and never more than 64 KiB beyond its first block: at the
+ * default, at most 1.37 MiB per thread (44 KiB of it below 1 KiB;
+ * docs/PLUGINS.md).
  *
  * The lists link their blocks through the blocks' first words, hidden as
  * glibc hides its own (allocators/freelink.h).  The cache is the
- * thread's own (thread-local storage: a pop and a push, no lock, no
- * atomic), emptied back into the backend when the thread
- * exits (a thread-specific key's destructor), by trim for the calling
- * thread, and when the module is unloaded (the calling thread's; other
- * threads' blocks stay with the backend, unreachable).  A block made by
- * one thread and freed by another joins the freeing thread's cache; both
- * backends take any thread's block back.  Only 64-aligned blocks are
- * kept.  Cached blocks are still the backend's memory: its statistics
+ * thread's own (a block of the backend's, reached from one thread-local
+ * pointer: a pop and a push, no lock, no atomic), made at the thread's
+ * first keep and emptied back into the backend with the cache's own
+ * block when the thread exits (a thread-specific key's destructor), by
+ * trim for the calling thread, and when the module is unloaded (the
+ * calling thread's; other threads' blocks stay with the backend,
+ * unreachable).  A block made by one thread and freed by another joins
+ * the freeing thread's cache; both backends take any thread's block
+ * back.  Cached blocks are still the backend's memory: its statistics
  * count them as in use, as before they were freed.
  *
  * Compiled into each module that uses it (each has its own cache, key and
@@ -42,21 +53,31 @@
 #ifndef ALLOY_ALLOCATORS_MODTCACHE_H
 #define ALLOY_ALLOCATORS_MODTCACHE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
+#include "allocators/freelink.h"
 #include "allocators/modcache.h"
 #include "allocators/quarterclass.h"
 
-/* The first doubling above 2^10 bytes, six of them: 1025 B .. 64 KiB. */
-#define MTCACHE_LG_MIN	  10
-#define MTCACHE_DOUBLINGS 6
+/*
+ * The first doubling above 2^5 bytes, eleven of them: 33 B .. 64 KiB.  A
+ * module may start using the cache higher (jemalloc's does above 1 KiB,
+ * where its own thread cache is slower: see allocators/jemalloc.c).
+ */
+#define MTCACHE_LG_MIN	  5
+#define MTCACHE_DOUBLINGS 11
 #define MTCACHE_LG_END	  (MTCACHE_LG_MIN + MTCACHE_DOUBLINGS)
 #define MTCACHE_MIN	  (((size_t)1 << MTCACHE_LG_MIN) + 1)
 #define MTCACHE_MAX	  ((size_t)1 << MTCACHE_LG_END)
 #define MTCACHE_BINS	  (4 * MTCACHE_DOUBLINGS)
-/* What every kept block is aligned to, and served requests at most. */
+/* The most alignment a request the cache serves may ask. */
 #define MTCACHE_ALIGN	  64
+/* The least alignment of a block the cache keeps. */
+#define MTCACHE_KEEP_ALIGN 16
 /* Bytes a list may hold beyond its first block. */
 #define MTCACHE_BIN_BYTES ((size_t)64 << 10)
 #define MTCACHE_DEPTH_DEFAULT 7
@@ -83,8 +104,8 @@ static inline size_t mtcache_block_bytes(size_t size)
 
 struct mtcache_backend {
 	const char *name; /* the module's, for the message of a bad link */
-	/* A new block of bytes aligned to MTCACHE_ALIGN, zeroed if asked. */
-	void *(*make)(size_t bytes, bool zero);
+	/* A new block of bytes aligned to align, zeroed if asked. */
+	void *(*make)(size_t bytes, size_t align, bool zero);
 	/* Give back a block that make returned for bytes. */
 	void (*release)(void *ptr, size_t bytes);
 };
@@ -98,11 +119,112 @@ MODCACHE_API int mtcache_init(const struct mtcache_backend *be);
 MODCACHE_API void mtcache_fini(void);
 /* The module's "thread_cache" option (blocks per list, 0 to 255). */
 MODCACHE_API int mtcache_option(const char *module, const char *value);
-/* A block for a covered request: a kept one, else a new one. */
-MODCACHE_API void *mtcache_alloc(size_t size, bool zero);
-/* Keep a block of a covered size, or give it back to the backend. */
-MODCACHE_API void mtcache_free(void *ptr, size_t size);
 /* Give the calling thread's kept blocks back to the backend. */
 MODCACHE_API void mtcache_flush_self(void);
+
+/*
+ * The fast paths below are inline in the module's ops, a pop and a push;
+ * allocators/modtcache.c has the rest and the state they read.
+ */
+struct mtcache {
+	void *head[MTCACHE_BINS];
+	unsigned char count[MTCACHE_BINS];
+};
+
+/*
+ * The calling thread's cache: NULL before its first keep, a cache that
+ * keeps nothing after its exit (allocators/modtcache.c says why only a
+ * pointer, and why initial-exec).
+ */
+extern MODCACHE_API __thread struct mtcache *mtcache_self
+	__attribute__((tls_model("initial-exec")));
+/* Each list's depth: the option, capped by MTCACHE_BIN_BYTES. */
+extern MODCACHE_API _Atomic unsigned char mtcache_depth[MTCACHE_BINS];
+/* The links' key (allocators/freelink.h). */
+extern MODCACHE_API struct freelink_key mtcache_link_key;
+
+/*
+ * The list of each size in the range, from one table at the cost of a
+ * load: up to 1 KiB by (size - 1) / 8, the classes there being 8 bytes
+ * apart or more, and above by (size - 1) / 256, where they are 256 apart
+ * or more.
+ */
+#define MTCACHE_FINE_LG	  3
+#define MTCACHE_COARSE_LG 8
+#define MTCACHE_FINE_END  1024
+#define MTCACHE_FINE_ROWS (MTCACHE_FINE_END >> MTCACHE_FINE_LG)
+#define MTCACHE_ROWS                                                    \
+	(MTCACHE_FINE_ROWS +                                            \
+	 ((MTCACHE_MAX - MTCACHE_FINE_END) >> MTCACHE_COARSE_LG))
+extern MODCACHE_API unsigned char mtcache_bin_of[MTCACHE_ROWS];
+
+/* The table's row for a size of the range. */
+static inline size_t mtcache_row(size_t size)
+{
+	size_t s = size - 1;
+
+	return s < MTCACHE_FINE_END
+		       ? s >> MTCACHE_FINE_LG
+		       : MTCACHE_FINE_ROWS +
+				 ((s - MTCACHE_FINE_END) >> MTCACHE_COARSE_LG);
+}
+
+/* The list of a request that mtcache_covers. */
+static inline size_t mtcache_bin(size_t size)
+{
+	return mtcache_bin_of[mtcache_row(size)];
+}
+
+/* Out of line: a request the head of its list does not serve. */
+MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, void *head,
+				      size_t b, size_t size, size_t align,
+				      bool zero);
+/* Out of line: a free the list has no room for, or the thread no cache. */
+MODCACHE_API void mtcache_free_slow(struct mtcache *c, void *ptr, size_t b);
+
+/*
+ * A block for a covered request: the head of its list if there is one
+ * and it has the alignment asked (blocks below 1 KiB have their class's,
+ * which may be 16), else a new one of the class, which joins the list
+ * when freed.
+ */
+static inline void *mtcache_alloc(size_t size, size_t align, bool zero)
+{
+	size_t b = mtcache_bin(size);
+	struct mtcache *c = mtcache_self;
+	void *p, *next;
+
+	if (__builtin_expect(!c || !(p = c->head[b]) ||
+				     ((uintptr_t)p & (align - 1)),
+			     0))
+		return mtcache_alloc_slow(c, NULL, b, size, align, zero);
+	next = freelink_get(p, &mtcache_link_key);
+	if (__builtin_expect(!freelink_ok(next, MTCACHE_KEEP_ALIGN), 0))
+		return mtcache_alloc_slow(c, p, b, size, align, zero);
+	c->head[b] = next;
+	c->count[b]--;
+	return zero ? memset(p, 0, size) : p;
+}
+
+/* Keep a block of a covered size, or give it back to the backend. */
+static inline void mtcache_free(void *ptr, size_t size)
+{
+	size_t b = mtcache_bin(size);
+	struct mtcache *c = mtcache_self;
+
+	if (__builtin_expect(!c ||
+				     c->count[b] >=
+					     atomic_load_explicit(
+						     &mtcache_depth[b],
+						     memory_order_relaxed) ||
+				     (uintptr_t)ptr % MTCACHE_KEEP_ALIGN,
+			     0)) {
+		mtcache_free_slow(c, ptr, b);
+		return;
+	}
+	freelink_set(ptr, c->head[b], &mtcache_link_key);
+	c->head[b] = ptr;
+	c->count[b]++;
+}
 
 #endif /* ALLOY_ALLOCATORS_MODTCACHE_H */

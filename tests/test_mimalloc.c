@@ -127,11 +127,13 @@ END_TEST
 START_TEST(thread_cache_sizes)
 {
 	struct alloy_allocator *a = mimalloc_default();
-	long long base = mimalloc_held();
+	long long base;
 	struct alloy_data_ptr dp;
 
+	backend_make_thread_cache(a);
+	base = mimalloc_held();
 	for (size_t align = 8; align <= 16; align *= 2) {
-		for (size_t size = 1000; size <= 2100; size++) {
+		for (size_t size = 20; size <= 2100; size++) {
 			ck_assert_ok(alloy_alloc(a, size, align, 0, &dp));
 			memset(dp.ptr, 0xa5, size);
 			alloy_data_ptr_free(&dp);
@@ -201,13 +203,17 @@ END_TEST
  * The per-thread cache (allocators/modtcache.h) under the plain-pointer
  * API: a freed 1040-byte block (a plain 1 KiB one) serves the next
  * request of its size class, at most 7 are kept, a reused block is zeroed
- * when asked, and trim gives them back.
+ * when asked, small blocks are kept from 33 bytes, and trim gives them
+ * back.
  */
 START_TEST(thread_cache_reuse_and_depth)
 {
 	struct alloy_allocator *a = mimalloc_default();
-	long long base = mimalloc_held();
+	long long base;
 	unsigned char *p[10], *q;
+
+	backend_make_thread_cache(a);
+	base = mimalloc_held();
 
 	p[0] = alloy_malloc(1024);
 	ck_assert_ptr_nonnull(p[0]);
@@ -226,9 +232,12 @@ START_TEST(thread_cache_reuse_and_depth)
 	for (int i = 0; i < 10; i++)
 		alloy_free(p[i]);
 	ck_assert_int_eq(mimalloc_in_use() - base, MTCACHE_DEPTH_DEFAULT);
-	/* Small sizes are not kept. */
+	/* 100 bytes are 116 with the header, class 128: kept. */
 	alloy_free(alloy_malloc(100));
-	ck_assert_int_eq(mimalloc_in_use() - base, MTCACHE_DEPTH_DEFAULT);
+	ck_assert_int_eq(mimalloc_in_use() - base, MTCACHE_DEPTH_DEFAULT + 1);
+	/* 8 bytes are 24, below the range: not kept. */
+	alloy_free(alloy_malloc(8));
+	ck_assert_int_eq(mimalloc_in_use() - base, MTCACHE_DEPTH_DEFAULT + 1);
 	ck_assert_int_ge(alloy_allocator_trim(a), 0);
 	ck_assert_int_eq(mimalloc_in_use(), base);
 }
@@ -309,6 +318,98 @@ START_TEST(thread_cache_emptied_at_thread_exit)
 }
 END_TEST
 
+/*
+ * Small classes: a 64-byte block at a DataPtr's 64 serves the next
+ * request of its class.  A class whose blocks mimalloc aligns to 16 only
+ * (80 bytes) keeps them, and a request at 64 whose list's head is not on
+ * 64 gets a new block of the class, aligned, leaving the head for the
+ * next request at 16.
+ */
+START_TEST(thread_cache_small_alignment)
+{
+	struct alloy_allocator *a = mimalloc_default();
+	struct alloy_data_ptr dp[64], at64;
+	long long base;
+	void *first;
+	int odd = -1, n;
+
+	backend_make_thread_cache(a);
+	base = mimalloc_held();
+	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp[0]));
+	first = dp[0].ptr;
+	alloy_data_ptr_free(&dp[0]);
+	ck_assert_ok(alloy_alloc(a, 60, 64, 0, &dp[0]));
+	ck_assert_ptr_eq(dp[0].ptr, first);
+	alloy_data_ptr_free(&dp[0]);
+
+	for (n = 0; n < 64 && odd < 0; n++) {
+		ck_assert_ok(alloy_alloc(a, 70, 16, 0, &dp[n]));
+		ck_assert_uint_eq((uintptr_t)dp[n].ptr % 16, 0);
+		if ((uintptr_t)dp[n].ptr % 64)
+			odd = n;
+	}
+	ck_assert_int_ge(odd, 0);
+	for (int i = 0; i < n; i++)
+		if (i != odd)
+			alloy_data_ptr_free(&dp[i]);
+	/* Only the block off 64 in the list, at its head. */
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	first = dp[odd].ptr;
+	alloy_data_ptr_free(&dp[odd]);
+
+	ck_assert_ok(alloy_alloc(a, 70, 64, 0, &at64));
+	ck_assert_uint_eq((uintptr_t)at64.ptr % 64, 0);
+	ck_assert_ptr_ne(at64.ptr, first);
+	ck_assert_uint_ge(alloy_allocator_usable_size(a, at64.ptr, 70), 80);
+	ck_assert_ok(alloy_alloc(a, 80, 16, 0, &dp[0]));
+	ck_assert_ptr_eq(dp[0].ptr, first);
+	alloy_data_ptr_free(&dp[0]);
+	alloy_data_ptr_free(&at64);
+	ck_assert_int_eq(mimalloc_held(), base);
+}
+END_TEST
+
+/*
+ * A destructor that runs after the module's own at thread exit (a second
+ * round: it sets its value again once) frees a block of the cache's
+ * range: the thread's cache is gone by then, the block goes straight
+ * back to mimalloc.
+ */
+static pthread_key_t late_key;
+
+static void late_free(void *p)
+{
+	static _Thread_local int rounds;
+
+	if (rounds++ == 0) {
+		ck_assert_int_eq(pthread_setspecific(late_key, p), 0);
+		return;
+	}
+	alloy_free(p);
+}
+
+static void *keep_then_exit(void *arg)
+{
+	(void)arg;
+	alloy_free(alloy_malloc(100));
+	ck_assert_int_eq(pthread_setspecific(late_key, alloy_malloc(200)), 0);
+	return NULL;
+}
+
+START_TEST(thread_cache_free_after_exit_handler)
+{
+	long long base;
+	pthread_t t;
+
+	mimalloc_default();
+	base = mimalloc_held();
+	ck_assert_int_eq(pthread_key_create(&late_key, late_free), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, keep_then_exit, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(mimalloc_held(), base);
+}
+END_TEST
+
 /* The cache's rules at DataPtr alignments, the option's values. */
 START_TEST(thread_cache_rules)
 {
@@ -372,6 +473,8 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, thread_cache_sizes);
 	tcase_add_test(tc, thread_cache_reuse_and_depth);
 	tcase_add_test(tc, thread_cache_rules);
+	tcase_add_test(tc, thread_cache_small_alignment);
+	tcase_add_test(tc, thread_cache_free_after_exit_handler);
 	tcase_add_test(tc, no_thread_key_is_reported);
 	tcase_add_test(tc, written_after_free_is_not_handed_out);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
