@@ -22,8 +22,8 @@
  * address alone does not do this: zero decodes to the address >> 12,
  * whose low bits a backend that aligns its large blocks keeps at zero,
  * and the alignment test then passes for most of them.)  A value with
- * its top bits set (-1, say) passes 1 time in 16 (glibc's blocks) or 64
- * (the modules' caches), at random each run.  glibc does the like for
+ * its top bits set (-1, say) passes 1 time in 16 (the caches' blocks
+ * are aligned to 16, as glibc's are), at random each run.  glibc does the like for
  * the blocks it caches; alloy's caches keep blocks before glibc or the
  * backend sees them again, and without this they would undo it.
  *
