@@ -160,9 +160,7 @@ void mtcache_free_slow(struct mtcache *c, void *p, size_t b)
 		if (!c)
 			c = make_cache();
 		if (c && c->count[b] < depth) {
-			freelink_set(p, c->head[b], &mtcache_link_key);
-			c->head[b] = p;
-			c->count[b]++;
+			mtcache_push(c, p, b);
 			return;
 		}
 	}

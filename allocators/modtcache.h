@@ -206,6 +206,14 @@ static inline void *mtcache_alloc(size_t size, size_t align, bool zero)
 	return zero ? memset(p, 0, size) : p;
 }
 
+/* Put p at the head of list b of c, which has room for it. */
+static inline void mtcache_push(struct mtcache *c, void *p, size_t b)
+{
+	freelink_set(p, c->head[b], &mtcache_link_key);
+	c->head[b] = p;
+	c->count[b]++;
+}
+
 /* Keep a block of a covered size, or give it back to the backend. */
 static inline void mtcache_free(void *ptr, size_t size)
 {
@@ -222,9 +230,7 @@ static inline void mtcache_free(void *ptr, size_t size)
 		mtcache_free_slow(c, ptr, b);
 		return;
 	}
-	freelink_set(ptr, c->head[b], &mtcache_link_key);
-	c->head[b] = ptr;
-	c->count[b]++;
+	mtcache_push(c, ptr, b);
 }
 
 #endif /* ALLOY_ALLOCATORS_MODTCACHE_H */
