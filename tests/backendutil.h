@@ -195,7 +195,7 @@ static inline void backend_check_thread_cache(struct alloy_allocator *a,
 	kept += probe->units(3072);
 	ck_assert_int_eq(probe->held() - base, kept);
 
-	/* Below every module's range, above 64-aligned, above 64 KiB. */
+	/* Not kept: below every module's range, aligned above 64, above 64 KiB. */
 	ck_assert_ok(alloy_alloc(a, 32, 64, 0, &dp[0]));
 	ck_assert_ok(alloy_alloc(a, 4000, 128, 0, &dp[1]));
 	ck_assert_ok(alloy_alloc(a, 70000, 4096, 0, &dp[2]));
