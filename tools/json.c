@@ -49,22 +49,30 @@ static int utf8_len(const unsigned char *p)
  * Text from outside (a path, an owner or symbol name from a trace) is
  * bytes, and JSON, HTML and SVG carry Unicode: valid UTF-8 goes out as it
  * is, and each byte that is not part of it as U+FFFD, the replacement
- * character, so that a reader gets the rest of the text and a parser does
- * not refuse the whole document.
+ * character (written as replacement, in the output's own escape), so
+ * that a reader gets the rest of the text and a parser does not refuse
+ * the whole document.  p is at a byte of 0x80 or more; returns the bytes
+ * it took.
  */
+static int put_non_ascii(FILE *out, const unsigned char *p,
+			 const char *replacement)
+{
+	int n = utf8_len(p);
+
+	if (!n) {
+		fputs(replacement, out);
+		return 1;
+	}
+	fwrite(p, 1, (size_t)n, out);
+	return n;
+}
+
 static void json_string_as(FILE *out, const char *s, bool script)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
 		if (*p >= 0x80) {
-			int n = utf8_len(p);
-
-			if (!n) {
-				fputs("\\ufffd", out);
-				continue;
-			}
-			fwrite(p, 1, (size_t)n, out);
-			p += n - 1;
+			p += put_non_ascii(out, p, "\\ufffd") - 1;
 			continue;
 		}
 		if (script && (*p == '<' || *p == '>' || *p == '&')) {
@@ -108,14 +116,8 @@ void html_text(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
 		if ((unsigned char)*s >= 0x80) {
-			int n = utf8_len((const unsigned char *)s);
-
-			if (!n) {
-				fputs("&#xfffd;", out);
-				continue;
-			}
-			fwrite(s, 1, (size_t)n, out);
-			s += n - 1;
+			s += put_non_ascii(out, (const unsigned char *)s,
+					   "&#xfffd;") - 1;
 			continue;
 		}
 		switch (*s) {
