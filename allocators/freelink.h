@@ -23,9 +23,10 @@
  * whose low bits a backend that aligns its large blocks keeps at zero,
  * and the alignment test then passes for most of them.)  A value with
  * its top bits set (-1, say) passes 1 time in 16 (the caches' blocks
- * are aligned to 16, as glibc's are), at random each run.  glibc does the like for
- * the blocks it caches; alloy's caches keep blocks before glibc or the
- * backend sees them again, and without this they would undo it.
+ * are aligned to 16, as glibc's are), at random each run.  glibc does
+ * the like for the blocks it caches; alloy's caches keep blocks before
+ * glibc or the backend sees them again, and without this they would
+ * undo it.
  *
  * A list whose link fails the check ends there: the blocks after it are
  * dropped (never handed out, never given back: leaked), and the cache

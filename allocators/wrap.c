@@ -2,8 +2,9 @@
 /*
  * allocators/wrap.c - inner allocator handling shared by fail and debug.
  *
- * The inner is resolved once, when the option is applied (or to "default"
- * right after registration), never on the allocation path: looking an
+ * The inner is resolved when the option is applied, or during init by the
+ * root once the built-ins and ALLOY_PLUGINS are in (to "default" where
+ * none was asked for), never on the allocation path: looking an
  * allocator up takes the registry lock, which an unregister holds while
  * it waits for allocations in flight to finish.
  */
@@ -16,7 +17,7 @@
 /* Every wrapper compiled in, to follow chains of inners. */
 #define MAX_WRAPPERS 4
 static struct alloy__wrap *_Atomic wrappers[MAX_WRAPPERS];
-/* Set once the built-ins are all registered: inners resolve at once. */
+/* Set once the root resolved init's inners: later ones resolve at once. */
 static atomic_bool resolving;
 
 /* w if a is the allocator whose context is w, else NULL. */

@@ -37,8 +37,9 @@ ALLOY_HIDDEN int alloy__wrap_set_inner(struct alloy__wrap *w, const char *name);
  * Register a wrapper's ops with w as its context.  During init, an inner
  * asked for by ALLOY_CONF is only noted, since it may be a wrapper that
  * registers later; alloy__wrap_resolve_inners() (builtin.h), called by
- * the root once the built-ins and ALLOY_PLUGINS are in, resolves them all ("default" where none was asked for or the
- * one asked for is unusable, which is then reported as a configuration error).
+ * the root once the built-ins and ALLOY_PLUGINS are in, resolves them
+ * all ("default" where none was asked for or the one asked for is
+ * unusable, which is then reported as a configuration error).
  */
 ALLOY_HIDDEN int alloy__wrap_register(struct alloy__wrap *w,
 				      const struct alloy_allocator_ops *ops);

@@ -246,22 +246,15 @@ describe(struct alloy_data_ptr *out, struct alloy_allocator *a, int device_type,
  */
 static void report_alloc(struct alloy_allocator *a, struct alloy_data_ptr *out)
 {
-	struct alloy__tls *t = alloy__tls_get();
+	struct alloy__tls *t = alloy__section_enter();
 	const struct alloy__hooks *h;
 
-	if (t)
-		alloy__enter(t);
-	else
-		atomic_fetch_add(&alloy__shared_windows, 1);
 	h = alloy__hooks_now();
 	if (h) {
 		out->deleter = reported_deleter;
 		h->on_alloc(a, out);
 	}
-	if (t)
-		alloy__leave(t);
-	else
-		atomic_fetch_sub(&alloy__shared_windows, 1);
+	alloy__section_leave(t);
 }
 
 /*

@@ -50,11 +50,12 @@ int alloy_register_context(const struct alloy_context_ops *ops, void *ctx)
 		sizeof(ops->copy_bytes);
 	struct context *c;
 	size_t n;
+	int rc;
 
 	alloy__ensure_init();
-	ALLOY_ENFORCE(!alloy__plugin_hook_running(), -EPERM,
-		      "%s: a plugin's init or fini may not register contexts; list them in its descriptor",
-		      alloy__plugin_hook_running());
+	rc = alloy__refuse_in_plugin_hook(__func__, "contexts");
+	if (rc)
+		return rc;
 	ALLOY_ENFORCE(ops, -EINVAL, "ops is NULL");
 	ALLOY_ENFORCE(ops->abi_major == ALLOY_ABI_MAJOR, -EINVAL,
 		      "context ABI major %u, this alloy speaks %u",

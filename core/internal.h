@@ -320,10 +320,15 @@ static inline void alloy__window_close_clear_mark(struct alloy__tls *t)
 ALLOY_HIDDEN void alloy__wait_windows(void);
 
 /*
- * Sections, for the paths that call the reporter's hooks: a thread inside
- * enter/leave may be using hooks it looked up; alloy__synchronize()
- * returns once every thread that was inside such a section when it was
- * called has left it (a grace period, as in RCU).
+ * Sections, for the paths that call the reporter's hooks and around
+ * context ops (core/context.c): a thread inside enter/leave may be using
+ * hooks or a context it looked up; alloy__synchronize() returns once
+ * every thread that was inside such a section when it was called has
+ * left it (a grace period, as in RCU).  One grace period covers all of
+ * them, so alloy_unregister_context and turning the reporter off wait
+ * for any context op running on any thread (a GPU synchronize, say): an
+ * accepted trade-off against an atomic count per context, which every
+ * op would then pay for.
  */
 static inline void alloy__enter(struct alloy__tls *t)
 {
@@ -354,8 +359,9 @@ ALLOY_HIDDEN void alloy__synchronize(void);
 
 /*
  * A section on the calling thread's record, for code outside the
- * allocation path: the record (NULL for a thread without one, which then
- * goes without) is what alloy__section_leave takes.
+ * allocation path: the record is what alloy__section_leave takes.  A
+ * thread without one (NULL) holds the shared window instead, which
+ * alloy__synchronize() also waits on, so that it too is covered.
  */
 static inline struct alloy__tls *alloy__section_enter(void)
 {
@@ -363,6 +369,8 @@ static inline struct alloy__tls *alloy__section_enter(void)
 
 	if (t)
 		alloy__enter(t);
+	else
+		atomic_fetch_add(&alloy__shared_windows, 1);
 	return t;
 }
 
@@ -370,17 +378,38 @@ static inline void alloy__section_leave(struct alloy__tls *t)
 {
 	if (t)
 		alloy__leave(t);
+	else
+		atomic_fetch_sub(&alloy__shared_windows, 1);
 }
 
 /*
  * fork(): core's locks are held across it, in the order they nest
- * (core/fork.c): plugins, registry, contexts, conf reports, records,
- * arena.
+ * (core/fork.c): plugins, the reporter's (handed over through
+ * alloy__fork_nest, just inside the plugin lock), registry, contexts,
+ * conf reports, records, arena.
  */
 ALLOY_HIDDEN void alloy__fork_setup(void);
 
 /* The path of the plugin whose init or fini this thread runs, or NULL. */
 ALLOY_HIDDEN const char *alloy__plugin_hook_running(void);
+
+/*
+ * -EPERM, reported for func, while a plugin's init or fini runs on this
+ * thread: what a plugin registers (what: "allocators", "contexts") is
+ * listed in its descriptor.  0 elsewhere.
+ */
+static inline int alloy__refuse_in_plugin_hook(const char *func,
+					       const char *what)
+{
+	const char *path = alloy__plugin_hook_running();
+
+	if (likely(!path))
+		return 0;
+	return alloy__error(
+		-EPERM, func,
+		"%s: a plugin's init or fini may not register %s; list them in its descriptor",
+		path, what);
+}
 
 /* A layer's fork handlers, run inside core's outermost lock (fork.c). */
 struct alloy__fork_handlers {

@@ -162,9 +162,9 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 	int rc;
 
 	alloy__ensure_init();
-	ALLOY_ENFORCE(!alloy__plugin_hook_running(), -EPERM,
-		      "%s: a plugin's init or fini may not register allocators; list them in its descriptor",
-		      alloy__plugin_hook_running());
+	rc = alloy__refuse_in_plugin_hook(__func__, "allocators");
+	if (rc)
+		return rc;
 	rc = alloy__check_ops(ops, &copy_size);
 	if (rc)
 		return rc;
