@@ -135,23 +135,32 @@ static void format_line(char *out, size_t len, const char *fmt, va_list ap)
 
 /*
  * Every problem is counted; the first ALLOY_CONF_MAX_ERRORS are kept
- * (alloy__conf_print_errors says how many more there were).
+ * (alloy__conf_print_errors says how many more there were).  Count one
+ * and return the slot for its line, or NULL where it is not kept.
  */
+static char *count_error(struct alloy__conf *c)
+{
+	int i = c->nerrors++;
+
+	return i < ALLOY_CONF_MAX_ERRORS ? c->errors[i] : NULL;
+}
+
 void alloy__conf_add_error(struct alloy__conf *c, const char *fmt, ...)
 {
+	char *slot = count_error(c);
 	va_list ap;
 
-	if (c->nerrors++ >= ALLOY_CONF_MAX_ERRORS)
+	if (!slot)
 		return;
 	va_start(ap, fmt);
-	format_line(c->errors[c->nerrors - 1], sizeof(c->errors[0]), fmt, ap);
+	format_line(slot, sizeof(c->errors[0]), fmt, ap);
 	va_end(ap);
 }
 
 void alloy__conf_report(const char *fmt, ...)
 {
 	struct alloy__conf *c = &alloy__conf;
-	char line[sizeof(c->errors[0])];
+	char line[sizeof(c->errors[0])], *slot;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -159,9 +168,9 @@ void alloy__conf_report(const char *fmt, ...)
 	va_end(ap);
 	/* A leaf lock: nothing is called while it is held. */
 	pthread_mutex_lock(&report_lock);
-	if (c->nerrors < ALLOY_CONF_MAX_ERRORS)
-		memcpy(c->errors[c->nerrors], line, sizeof(line));
-	c->nerrors++;
+	slot = count_error(c);
+	if (slot)
+		memcpy(slot, line, sizeof(line));
 	pthread_mutex_unlock(&report_lock);
 	fprintf(stderr, "alloy: ALLOY_CONF: %s\n", line);
 }
@@ -589,14 +598,18 @@ int alloy_conf_error_count(void)
 	return alloy__conf.nerrors;
 }
 
+/* A macro's value as a string literal: the inner one expands it first. */
+#define STRINGIFY(x) #x
+#define XSTR(x)	     STRINGIFY(x)
+
 const char *alloy_conf_error(int i)
 {
 	alloy__ensure_init();
 	if (i < 0 || i >= alloy__conf.nerrors)
 		return NULL;
-	_Static_assert(ALLOY_CONF_MAX_ERRORS == 32, "the text below says 32");
 	if (i >= ALLOY_CONF_MAX_ERRORS)
-		return "(not kept: only the first 32 problems are)";
+		return "(not kept: only the first " XSTR(
+			ALLOY_CONF_MAX_ERRORS) " problems are)";
 	return alloy__conf.errors[i];
 }
 

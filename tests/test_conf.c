@@ -54,9 +54,13 @@ START_TEST(parse_defaults)
 }
 END_TEST
 
-static void init_counting(void *rc)
+/* alloy_init() for test_stderr_of; its result goes to *rc unless NULL. */
+static void run_init(void *rc)
 {
-	*(int *)rc = alloy_init();
+	int r = alloy_init();
+
+	if (rc)
+		*(int *)rc = r;
 }
 
 /*
@@ -75,7 +79,7 @@ START_TEST(problems_past_the_kept_ones_are_counted)
 	}
 	strcat(text, "align:3");
 	test_set_conf(text);
-	out = test_stderr_of(init_counting, &rc);
+	out = test_stderr_of(run_init, &rc);
 	ck_assert_int_eq(rc, 34);
 	ck_assert_int_eq(alloy_conf_error_count(), 34);
 	ck_assert_msg(strstr(out, "\"k31\": unknown key"), "%s", out);
@@ -327,12 +331,6 @@ START_TEST(too_long_is_refused_whole)
 }
 END_TEST
 
-static void run_init(void *arg)
-{
-	(void)arg;
-	alloy_init();
-}
-
 /* The library started with a bad name keeps going on "default". */
 START_TEST(unknown_allocator_falls_back)
 {
@@ -386,19 +384,13 @@ static int late_set_option(void *ctx, const char *key, const char *value)
 	return 0;
 }
 
-static void init_quietly(void *arg)
-{
-	(void)arg;
-	alloy_init();
-}
-
 START_TEST(option_applied_when_its_allocator_registers_later)
 {
 	struct alloy_allocator_ops ops = test_alloc_ops("late");
 	struct test_alloc ta = { .device_type = ALLOY_DEVICE_CPU };
 
 	test_set_conf("late.knob:7,late.bogus:1");
-	test_stderr_of(init_quietly, NULL);
+	test_stderr_of(run_init, NULL);
 	ck_assert_int_eq(alloy_conf_error_count(), 0);
 	ops.set_option = late_set_option;
 	ck_assert_ok(alloy_register_allocator(&ops, &ta, "test", NULL));
