@@ -170,7 +170,16 @@ static inline void *finish(struct alloy_allocator *a, void *base, size_t size,
 	return user;
 }
 
-/* The reporter is on: tell it, inside a section (as core/alloc.c does). */
+/*
+ * The reporter is on: tell it, inside a section (as core/alloc.c does).
+ *
+ * A zero-byte block (malloc(0); only this API makes them, the DataPtr
+ * API refuses size 0 before) is neither recorded nor traced: it holds
+ * no bytes, and a trace's SIZE starts at 1.  It is still marked
+ * reported, so that a realloc of it is, and its free is skipped by its
+ * size too (report_free), so that it is not taken for the free of a
+ * block made while off.
+ */
 static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 			 size_t size, size_t align)
 {
@@ -186,7 +195,8 @@ static void report_alloc(struct alloy_allocator *a, int device_type, void *user,
 
 	h = alloy__hooks_now();
 	if (h) {
-		h->on_alloc(a, &dp);
+		if (size)
+			h->on_alloc(a, &dp);
 		/* The flag is part of the check word: write both. */
 		hdr_of(user)->tag |= (uint32_t)PLAIN_REPORTED << 24;
 		hdr_of(user)->check = hdr_check(user, hdr_of(user)->tag);
@@ -392,7 +402,8 @@ static void report_free(struct alloy_allocator *a, void *user, size_t size,
 		.align = (size_t)1 << shift,
 	};
 
-	if (hooks)
+	/* Zero bytes were never recorded: see report_alloc. */
+	if (hooks && size)
 		hooks->on_free(a, &dp);
 }
 
@@ -443,7 +454,12 @@ void alloy_free(void *ptr)
  */
 size_t alloy_usable_size(const void *ptr)
 {
-	return ptr && owner_of(ptr) ? hdr_of(ptr)->size : 0;
+	struct plain_hdr h;
+
+	if (!ptr)
+		return 0;
+	h = load_hdr(ptr);
+	return owner_in(ptr, &h) ? h.size : 0;
 }
 
 /*

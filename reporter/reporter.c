@@ -432,20 +432,12 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	return 0;
 }
 
-/*
- * A zero-byte block (malloc(0) through the plain-pointer API) is neither
- * recorded nor traced: it holds no bytes, and a trace's SIZE starts at 1.
- * Its free is skipped by its size too, so that it is not taken for the
- * free of a block made while off.
- */
+/* Blocks of zero bytes never come here: core/plain.c keeps them back. */
 static void hook_alloc(struct alloy_allocator *a,
 		       const struct alloy_data_ptr *dp)
 {
-	struct rep_entry *e;
+	struct rep_entry *e = entry_get(a->name_hash, a->name, dp->device);
 
-	if (unlikely(!dp->size))
-		return;
-	e = entry_get(a->name_hash, a->name, dp->device);
 	if (likely(e))
 		record_alloc(e, dp->ptr, dp->size, dp->align);
 }
@@ -479,8 +471,7 @@ static void hook_free(struct alloy_allocator *a,
 		      const struct alloy_data_ptr *dp)
 {
 	(void)a;
-	if (likely(dp->size))
-		record_free(dp->ptr, false);
+	record_free(dp->ptr, false);
 }
 
 /*
@@ -500,8 +491,7 @@ static void hook_free_off(struct alloy_allocator *a,
 			  const struct alloy_data_ptr *dp)
 {
 	(void)a;
-	if (likely(dp->size))
-		record_free(dp->ptr, false);
+	record_free(dp->ptr, false);
 	drain_tick();
 }
 
