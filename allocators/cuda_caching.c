@@ -734,7 +734,6 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	alloy__cc_stat_add(d->st.requested_bytes, sp, -(int64_t)b->requested);
 	if (b->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_allocations, -1);
-	b->oversize = false;
 	b->requested = 0;
 }
 
@@ -1029,9 +1028,9 @@ static void cc_fini(void *ctx)
 
 /*
  * Grow or shrink keeping the contents: a new block on the old one's
- * device and stream, a device-to-device copy ordered on that stream, then the old
- * block freed (reused only by later work on the same stream).  Never a
- * host memcpy: the bytes are on the device.
+ * device and stream, a device-to-device copy ordered on that stream, then
+ * the old block freed (reused only by later work on the same stream).
+ * Never a host memcpy: the bytes are on the device.
  */
 static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 			size_t align)

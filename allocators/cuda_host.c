@@ -42,9 +42,9 @@ struct ch {
 	/*
 	 * The same blocks sorted by address, to find the one that contains
 	 * a pointer: copies are queued from or to the middle of a block too.
+	 * Its elements are struct ch_block pointers.
 	 */
-	struct ch_block **sorted;
-	size_t nsorted, sorted_cap;
+	struct alloy__ptrvec sorted;
 	struct ch_block *bins[CH_BINS];
 	struct ch_block *pending;
 	struct alloy__ptrvec spare_events; /* done events, for reuse */
@@ -82,12 +82,13 @@ static bool events_done(struct ch *ch, struct ch_block *b)
 /* Index of the first block starting above p. */
 static size_t upper_bound(const struct ch *ch, uintptr_t p)
 {
-	size_t lo = 0, hi = ch->nsorted;
+	size_t lo = 0, hi = ch->sorted.n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		const struct ch_block *b = ch->sorted.v[mid];
 
-		if ((uintptr_t)ch->sorted[mid]->ptr <= p)
+		if ((uintptr_t)b->ptr <= p)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -103,38 +104,30 @@ static struct ch_block *block_containing(const struct ch *ch, const void *ptr)
 
 	if (!i)
 		return NULL;
-	b = ch->sorted[i - 1];
+	b = ch->sorted.v[i - 1];
 	return (uintptr_t)ptr - (uintptr_t)b->ptr < b->size ? b : NULL;
 }
 
+/* Push to grow the vector (or fail, leaving it as it was), then shift. */
 static int sorted_insert(struct ch *ch, struct ch_block *b)
 {
-	size_t i;
+	struct alloy__ptrvec *pv = &ch->sorted;
+	size_t i = upper_bound(ch, (uintptr_t)b->ptr);
 
-	if (ch->nsorted == ch->sorted_cap) {
-		size_t cap = ch->sorted_cap ? ch->sorted_cap * 2 : 64;
-		struct ch_block **v = realloc(ch->sorted, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		ch->sorted = v;
-		ch->sorted_cap = cap;
-	}
-	i = upper_bound(ch, (uintptr_t)b->ptr);
-	memmove(&ch->sorted[i + 1], &ch->sorted[i],
-		(ch->nsorted - i) * sizeof(*ch->sorted));
-	ch->sorted[i] = b;
-	ch->nsorted++;
+	if (alloy__ptrvec_push(pv, b))
+		return -ENOMEM;
+	memmove(&pv->v[i + 1], &pv->v[i], (pv->n - 1 - i) * sizeof(*pv->v));
+	pv->v[i] = b;
 	return 0;
 }
 
 static void sorted_remove(struct ch *ch, struct ch_block *b)
 {
+	struct alloy__ptrvec *pv = &ch->sorted;
 	size_t i = upper_bound(ch, (uintptr_t)b->ptr) - 1;
 
-	memmove(&ch->sorted[i], &ch->sorted[i + 1],
-		(ch->nsorted - i - 1) * sizeof(*ch->sorted));
-	ch->nsorted--;
+	memmove(&pv->v[i], &pv->v[i + 1], (pv->n - i - 1) * sizeof(*pv->v));
+	pv->n--;
 }
 
 static void cache_block(struct ch *ch, struct ch_block *b)
@@ -312,7 +305,12 @@ static void ch_free(void *ctx, void *ptr, size_t size, size_t align)
 	}
 	ch->allocated -= b->size;
 	record_events(ch, b);
-	if (b->events.n && !events_done(ch, b)) {
+	/*
+	 * Events just recorded are rarely done yet: querying them here
+	 * would cost a driver call per stream for nothing.  The pending list
+	 * is looked at by the next alloc, trim or fini (process_pending).
+	 */
+	if (b->events.n) {
 		b->state = CH_PENDING;
 		b->next = ch->pending;
 		ch->pending = b;
@@ -358,14 +356,20 @@ out_unlock:
 	return rc;
 }
 
+/* Cache the pending blocks that are done, then free every cached one. */
+static size_t trim_locked(struct ch *ch)
+{
+	process_pending(ch);
+	return release_cached(ch);
+}
+
 static long long ch_trim(void *ctx)
 {
 	struct ch *ch = ctx;
 	long long freed;
 
 	pthread_mutex_lock(&ch->b.lock);
-	process_pending(ch);
-	freed = (long long)release_cached(ch);
+	freed = (long long)trim_locked(ch);
 	pthread_mutex_unlock(&ch->b.lock);
 	return freed;
 }
@@ -404,18 +408,26 @@ static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
  * still waiting for copies are waited for here, since nothing would ever
  * look at the pending list again: trimming alone leaked them.
  */
+/*
+ * Wait for every event of the pending blocks.  The lock is held.  A wait
+ * that fails leaves its event not done, so that block stays pending: its
+ * copy may still run.
+ */
+static void sync_pending(struct ch *ch)
+{
+	for (struct ch_block *b = ch->pending; b; b = b->next)
+		for (size_t i = 0; i < b->events.n; i++)
+			ch->b.src.ops->event_synchronize(ch->b.src.ctx,
+							 b->events.v[i]);
+}
+
 static void ch_fini(void *ctx)
 {
 	struct ch *ch = ctx;
 
 	pthread_mutex_lock(&ch->b.lock);
-	for (struct ch_block *b = ch->pending; b; b = b->next)
-		for (size_t i = 0; i < b->events.n; i++)
-			ch->b.src.ops->event_synchronize(ch->b.src.ctx,
-							 b->events.v[i]);
-	/* A block whose wait failed stays pending: its copy may still run. */
-	process_pending(ch);
-	release_cached(ch);
+	sync_pending(ch);
+	trim_locked(ch);
 	pthread_mutex_unlock(&ch->b.lock);
 }
 

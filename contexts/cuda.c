@@ -51,8 +51,9 @@ static int cuda_new_bytes(void *ctx, struct alloy_device dev, size_t nbytes,
  * anywhere inside it), note that the copy just queued on stream uses it.
  * 0, or an error for the caller to return.
  *
- * When the note cannot be made (no memory for the event, the driver
- * refused it, the block is already freed), the copy is queued and cannot
+ * When the note cannot be made (no memory to note the stream on the
+ * block, or the block is already freed: record_stream only notes the
+ * stream, the event comes at free time), the copy is queued and cannot
  * be taken back: failing it would let the caller free the block while the
  * copy still reads or writes it.  So the stream is synchronised instead:
  * then the copy is over and the block needs no protection.  A resource

@@ -232,7 +232,8 @@ static PyObject *py_conf_errors(PyObject *self, PyObject *noargs)
  * any int can come from Python, so the bytes are first tried by write(2)
  * into a pipe, which fails with EFAULT where reading them would fault.
  * The header fits in the ALLOY_PLAIN_ALIGN bytes before a block (its
- * offset from the allocation is at least that).
+ * offset from the allocation is at least that).  A pointer below that or
+ * not ALLOY_PLAIN_ALIGN-aligned is no plain block's, without a look.
  */
 static int plain_owner(PyObject *addr, struct alloy_allocator **out)
 {
@@ -243,7 +244,8 @@ static int plain_owner(PyObject *addr, struct alloy_allocator **out)
 	*out = NULL;
 	if (!p && PyErr_Occurred())
 		return -1;
-	if (p < ALLOY_PLAIN_ALIGN)
+	/* Every plain block is ALLOY_PLAIN_ALIGN-aligned: no probe needed. */
+	if (p < ALLOY_PLAIN_ALIGN || p % ALLOY_PLAIN_ALIGN)
 		return 0;
 	if (pipe2(fd, O_CLOEXEC)) {
 		PyErr_SetFromErrno(PyExc_OSError);

@@ -212,10 +212,7 @@ static struct alloy_allocator *use_moving_allocator(struct test_alloc *ta)
 	moving_base = ops;
 	ops.realloc = moving_realloc;
 	ops.usable_size = roomy_usable_size;
-	memset(ta, 0, sizeof(*ta));
-	snprintf(ta->name, sizeof(ta->name), "t_plain_moving");
-	ta->id = 4242;
-	ck_assert_ok(alloy_register_allocator(&ops, ta, "test", &a));
+	a = test_alloc_register_ops(ta, "t_plain_moving", &ops);
 	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CPU, a));
 	return a;
 }

@@ -81,20 +81,28 @@ struct alloy_allocator_ops test_alloc_ops(const char *name)
 	return ops;
 }
 
-struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
-					    const char *name)
+struct alloy_allocator *
+test_alloc_register_ops(struct test_alloc *ta, const char *name,
+			const struct alloy_allocator_ops *ops)
 {
-	struct alloy_allocator_ops ops = test_alloc_ops(name);
 	struct alloy_allocator *a = NULL;
 	int rc;
 
 	memset(ta, 0, sizeof(*ta));
 	snprintf(ta->name, sizeof(ta->name), "%s", name);
 	ta->id = atomic_fetch_add(&next_id, 1);
-	rc = alloy_register_allocator(&ops, ta, "test", &a);
+	rc = alloy_register_allocator(ops, ta, "test", &a);
 	ck_assert_msg(rc == 0, "registering %s: %d %s", name, rc,
 		      alloy_last_error());
 	return a;
+}
+
+struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
+					    const char *name)
+{
+	struct alloy_allocator_ops ops = test_alloc_ops(name);
+
+	return test_alloc_register_ops(ta, name, &ops);
 }
 
 int fake_copies;

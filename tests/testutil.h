@@ -41,6 +41,14 @@ struct alloy_allocator *test_alloc_register(struct test_alloc *ta,
 /* The ops a test allocator uses, to build variants from. */
 struct alloy_allocator_ops test_alloc_ops(const char *name);
 
+/*
+ * Register ta under name with ops (test_alloc_ops(name) with some ops
+ * changed); aborts the test on failure.
+ */
+struct alloy_allocator *
+test_alloc_register_ops(struct test_alloc *ta, const char *name,
+			const struct alloy_allocator_ops *ops);
+
 /* Copies made by the fake device context's copy_bytes. */
 extern int fake_copies;
 

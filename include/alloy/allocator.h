@@ -134,7 +134,18 @@ struct alloy_allocator_ops {
 			     unsigned flags, void *stream);
 	void (*free_async)(void *ctx, void *ptr, size_t size, size_t align,
 			   void *stream);
-	/* Optional: ptr is also used on stream; delay its reuse. */
+	/*
+	 * Optional: ptr is also used on stream; delay its reuse until the
+	 * work queued there before it is freed is over.  0 when noted;
+	 * -ENOENT when ptr is in no block of this allocator (nothing to
+	 * protect: the caller goes on); -EINVAL when its block was freed
+	 * (a use after free); any other error (-ENOMEM) when the note
+	 * could not be made.  On every error but -ENOENT nothing protects
+	 * the block, so a caller that has already queued the work must
+	 * synchronize stream (contexts/cuda.c record_pinned relies on
+	 * this).  An allocator that keeps only its live blocks may answer
+	 * -EINVAL for any pointer it does not know.
+	 */
 	int (*record_stream)(void *ctx, void *ptr, void *stream);
 	/* Optional: write a JSON description of the allocator's state. */
 	int (*snapshot_json)(void *ctx, void (*write)(void *arg, const char *s),
