@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 #include "core/arena.h"
 
 /* Leaks listed one by one; the rest are only counted. */
@@ -36,7 +37,11 @@ static void put(struct out *o, const char *fmt, ...)
 	o->write(o->arg, buf);
 }
 
-/* s as a JSON string literal (symbol names may hold anything). */
+/*
+ * s as a JSON string literal (symbol names and owner labels may hold any
+ * byte but NUL): valid UTF-8 is written as it is and each byte that is
+ * not part of it as \ufffd, so that the report stays valid JSON.
+ */
 static void put_json_string(struct out *o, const char *s)
 {
 	char buf[256];
@@ -46,10 +51,24 @@ static void put_json_string(struct out *o, const char *s)
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
+		/* Room for the longest piece (6 bytes), the quote and the NUL. */
 		if (n + 8 >= sizeof(buf)) {
 			buf[n] = '\0';
 			o->write(o->arg, buf);
 			n = 0;
+		}
+		if (c >= 0x80) {
+			int len = alloy__utf8_len((const unsigned char *)s);
+
+			if (!len) {
+				memcpy(buf + n, "\\ufffd", 6);
+				n += 6;
+				continue;
+			}
+			memcpy(buf + n, s, (size_t)len);
+			n += (size_t)len;
+			s += len - 1;
+			continue;
 		}
 		if (c == '"' || c == '\\')
 			n += (size_t)sprintf(buf + n, "\\%c", c);

@@ -345,6 +345,16 @@ static inline bool logging(void)
 	return atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed);
 }
 
+/*
+ * The running total that the log writes beside each event; the trace has
+ * no use for it, and summing the counter's slots costs, so a traced event
+ * that is not logged passes 0.
+ */
+static inline int64_t log_total(void)
+{
+	return logging() ? counter_current(&R.all) : 0;
+}
+
 /* tracing || logging */
 static inline bool emitting(void)
 {
@@ -386,8 +396,7 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 		return; /* not recorded at all: nor will its free be */
 	account(e, (int64_t)size);
 	if (unlikely(traced || logging()))
-		alloy__rep_emit('a', b.ptr, &b, e, counter_current(&R.all),
-				traced);
+		alloy__rep_emit('a', b.ptr, &b, e, log_total(), traced);
 }
 
 /* Account the free of ptr; the table's record says what it was. */
@@ -402,20 +411,21 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	child_files();
 	rc = alloy__ptrtable_remove((uintptr_t)ptr, &b, &traced);
 	if (rc) {
+		/*
+		 * Off (draining), a free the table does not know is most
+		 * likely of a block made while off, or a pointer noted
+		 * before it was switched on: not counted either way.
+		 */
+		if (!atomic_load_explicit(&R.enabled, memory_order_relaxed))
+			return 0;
 		if (!by_hand) {
 			/*
 			 * Made while recording was off: not ours to count,
-			 * but shown when freed while on.  While off (draining)
-			 * most frees are of such blocks: not counted.
+			 * but shown when freed while on.
 			 */
-			if (atomic_load_explicit(&R.enabled,
-						 memory_order_relaxed))
-				atomic_fetch_add(&R.untracked_frees, 1);
+			atomic_fetch_add(&R.untracked_frees, 1);
 			return 0;
 		}
-		/* Off: a pointer noted before it was switched on, maybe. */
-		if (!atomic_load_explicit(&R.enabled, memory_order_relaxed))
-			return 0;
 		atomic_fetch_add(rc == -EALREADY ? &R.double_frees
 						 : &R.unknown_frees,
 				 1);
@@ -427,8 +437,7 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	e = &alloy__rep_entries[b.entry];
 	account(e, -(int64_t)b.size);
 	if (unlikely(traced || logging()))
-		alloy__rep_emit('f', b.ptr, &b, e, counter_current(&R.all),
-				traced);
+		alloy__rep_emit('f', b.ptr, &b, e, log_total(), traced);
 	return 0;
 }
 

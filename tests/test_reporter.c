@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <alloy/malloc.h>
+#include <alloy/owner.h>
 
 #include "testutil.h"
 #include "reporter/internal.h"
@@ -776,6 +777,37 @@ START_TEST(report_callback_may_allocate)
 }
 END_TEST
 
+/*
+ * Owner labels are bytes (only control characters are refused), and JSON
+ * is UTF-8: a Latin-1 label's byte comes out as \ufffd, valid UTF-8 as it
+ * is, so that the report stays valid JSON.
+ */
+START_TEST(json_report_replaces_bytes_not_utf8)
+{
+	static struct text t;
+	struct test_alloc ta;
+	struct alloy_allocator *a = test_alloc_register(&ta, "rep_utf8");
+	struct alloy_data_ptr latin1, utf8;
+
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_owner_push("lay\351r"));
+	ck_assert_ok(alloy_alloc(a, 51, 0, 0, &latin1));
+	ck_assert_ok(alloy_owner_pop());
+	ck_assert_ok(alloy_owner_push("caf\303\251"));
+	ck_assert_ok(alloy_alloc(a, 52, 0, 0, &utf8));
+	ck_assert_ok(alloy_owner_pop());
+	ck_assert_ok(alloy_reporter_print(append, &t, ALLOY_REPORT_JSON, true));
+	ck_assert_msg(json_valid(t.buf), "not JSON: %s", t.buf);
+	ck_assert_msg(strstr(t.buf, "\"owner\": \"lay\\ufffdr\""),
+		      "no replaced label in %s", t.buf);
+	ck_assert_ptr_null(strchr(t.buf, '\351'));
+	ck_assert_msg(strstr(t.buf, "\"owner\": \"caf\303\251\""),
+		      "valid UTF-8 not kept in %s", t.buf);
+	alloy_data_ptr_free(&latin1);
+	alloy_data_ptr_free(&utf8);
+}
+END_TEST
+
 START_TEST(event_log_has_one_line_per_event)
 {
 	char path[64], line[256];
@@ -866,6 +898,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, text_report_names_leaks_and_sites);
 	tcase_add_test(tc, text_report_lines_end_after_long_names);
 	tcase_add_test(tc, report_callback_may_allocate);
+	tcase_add_test(tc, json_report_replaces_bytes_not_utf8);
 	tcase_add_test(tc, event_log_has_one_line_per_event);
 	tcase_add_test(tc, re_registered_names_share_a_row);
 	tcase_set_timeout(tc, 60);

@@ -22,13 +22,19 @@
 
 static char trace_path[64];
 
+/* trace_path: a file named after this test process. */
+static void tmp_trace_path(void)
+{
+	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-test-trace.%d",
+		 (int)getpid());
+}
+
 /* Point ALLOY_CONF's trace at a fresh file of this test process. */
 static void trace_to_tmp(void)
 {
 	char conf[128];
 
-	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-test-trace.%d",
-		 (int)getpid());
+	tmp_trace_path();
 	snprintf(conf, sizeof(conf), "trace:%s", trace_path);
 	test_set_conf(conf);
 }
@@ -112,8 +118,7 @@ START_TEST(trace_started_and_stopped_by_the_api)
 	struct trace tr;
 	char err[256];
 
-	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-test-trace.%d",
-		 (int)getpid());
+	tmp_trace_path();
 	a = test_alloc_register(&ta, "tr_api");
 	ck_assert(!alloy_reporter_enabled());
 	ck_assert_int_eq(alloy_reporter_trace_stop(), -ENOENT);
@@ -747,8 +752,7 @@ START_TEST(every_series_is_traced)
 	struct trace tr;
 	char err[256];
 
-	snprintf(trace_path, sizeof(trace_path), "/tmp/alloy-test-trace.%d",
-		 (int)getpid());
+	tmp_trace_path();
 	ck_assert_ok(alloy_reporter_trace_start(trace_path));
 	for (int i = 0; i < NALLOC; i++) {
 		char name[16];

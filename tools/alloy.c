@@ -35,7 +35,11 @@ static void print_help(FILE *out)
 		"Exit status: 0 success, 1 a problem was found, 2 usage error.\n");
 }
 
-/* What follows "--" is operands, never alloy's options. */
+/*
+ * The search stops at "--": no command that comes here takes operands
+ * after one, so what follows is no request for help, and the command
+ * then refuses the "--" as a usage error.
+ */
 bool cli_wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)

@@ -40,7 +40,8 @@ extern const struct cli_command cmd_run;
 
 /*
  * True if argv has --help or -h before any "--"; the command then prints
- * its usage.
+ * its usage.  Past a "--" nothing is looked at: the commands that come
+ * here take no operands after one, and refuse it as a usage error.
  */
 bool cli_wants_help(int argc, char **argv);
 

@@ -6,44 +6,7 @@
 #include <stdbool.h>
 
 #include "json.h"
-
-/*
- * The length of the UTF-8 sequence at p (1 to 4), or 0 where p starts no
- * valid one: a stray continuation byte, a sequence cut short (the NUL
- * ending s stops it too), an overlong form, a surrogate (U+D800-DFFF) or a
- * code point past U+10FFFF.  RFC 3629's table.
- */
-static int utf8_len(const unsigned char *p)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	int n;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		n = 3;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		n = 4;
-	else
-		return 0; /* 0x80-0xc1 (continuation, overlong), 0xf5-0xff */
-	/* The second byte's range rules out overlongs and the rest. */
-	if (p[0] == 0xe0)
-		lo = 0xa0;
-	else if (p[0] == 0xed)
-		hi = 0x9f;
-	else if (p[0] == 0xf0)
-		lo = 0x90;
-	else if (p[0] == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (int i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
+#include "reporter/utf8.h"
 
 /*
  * Text from outside (a path, an owner or symbol name from a trace) is
@@ -57,7 +20,7 @@ static int utf8_len(const unsigned char *p)
 static int put_non_ascii(FILE *out, const unsigned char *p,
 			 const char *replacement)
 {
-	int n = utf8_len(p);
+	int n = alloy__utf8_len(p);
 
 	if (!n) {
 		fputs(replacement, out);

@@ -80,38 +80,6 @@ static void sample(struct alloy_allocator *a, struct replay_result *r)
 	r->end = st;
 }
 
-/*
- * The event after which the live bytes first reach their highest, or
- * SIZE_MAX when nothing is allocated.  The replay samples the stats
- * there: the "at most" figures must hold at least what was live at the
- * peak, and samples every STATS_EVERY events miss a peak gone by the next
- * (a large block freed at once).  Found beforehand because sampling at
- * every new peak instead would sample at every allocation of a trace that
- * grows to its peak, and a stats call can cost far more than the
- * allocation (jemalloc's, which refreshes its statistics: 12 times the
- * wall time of a million growing allocations), disturbing the timing too.
- */
-static size_t peak_event(const struct trace *tr)
-{
-	uint64_t live = 0, peak = 0;
-	size_t at = SIZE_MAX;
-
-	for (size_t i = 0; i < tr->nev; i++) {
-		const struct trace_event *e = &tr->ev[i];
-
-		if (e->op == TRACE_ALLOC) {
-			live += e->size;
-			if (live > peak) {
-				peak = live;
-				at = i;
-			}
-		} else if (e->op == TRACE_FREE) {
-			live -= e->size;
-		}
-	}
-	return at;
-}
-
 int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 		 struct replay_result *r,
 		 void (*progress)(void *arg, size_t done, size_t total),
@@ -126,7 +94,30 @@ int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 
 	memset(r, 0, sizeof(*r));
 	r->have_stats = alloy_allocator_ops(a) && alloy_allocator_ops(a)->stats;
-	peak_at = r->have_stats ? peak_event(tr) : SIZE_MAX;
+	/*
+	 * The replay samples the stats at the event after which the live
+	 * bytes first reach their highest (none when nothing is allocated):
+	 * the "at most" figures must hold at least what was live at the
+	 * peak, and samples every STATS_EVERY events miss a peak gone by the
+	 * next (a large block freed at once).  Found beforehand because
+	 * sampling at every new peak instead would sample at every
+	 * allocation of a trace that grows to its peak, and a stats call can
+	 * cost far more than the allocation (jemalloc's, which refreshes its
+	 * statistics: 12 times the wall time of a million growing
+	 * allocations), disturbing the timing too.
+	 */
+	peak_at = SIZE_MAX;
+	if (r->have_stats) {
+		struct trace_summary *sum = malloc(sizeof(*sum));
+
+		if (!sum)
+			return -ENOMEM;
+		trace_summarize(tr, sum);
+		/* peak_event is 0, not "none", when nothing is allocated. */
+		if (sum->all.peak_bytes)
+			peak_at = sum->peak_event;
+		free(sum);
+	}
 	t0 = now_s();
 	for (size_t i = 0; i < tr->nev; i++) {
 		const struct trace_event *e = &tr->ev[i];

@@ -864,6 +864,17 @@ static int source_open(struct source *s, const char *path, char *err,
 	/* Size 0 says nothing of a /proc file: read it as a stream. */
 	if (!fstat(s->fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0)
 		s->size = st.st_size;
+	/*
+	 * The reader looks for a line in the buffer before the first read:
+	 * it is there from the start, empty, even for an empty file.
+	 */
+	s->buf = malloc(CHUNK + 1);
+	if (!s->buf) {
+		close(s->fd);
+		return source_fail(s, ENOMEM, err, errlen);
+	}
+	s->cap = CHUNK;
+	s->buf[0] = '\0';
 	return 0;
 }
 
@@ -883,7 +894,7 @@ static int source_fill(struct source *s, char *err, size_t errlen)
 		s->start = 0;
 	}
 	if (s->end == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : CHUNK;
+		size_t cap = 2 * s->cap;
 		char *b = realloc(s->buf, cap + 1);
 
 		if (!b)
@@ -946,11 +957,8 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 	if (source_open(&src, path, err, errlen))
 		return -1;
 	for (;;) {
-		/* No buffer yet for an empty file: no arithmetic on NULL. */
-		const char *line = src.end > src.start ? src.buf + src.start
-						       : NULL;
-		const char *nl =
-			line ? memchr(line, '\n', src.end - src.start) : NULL;
+		const char *line = src.buf + src.start;
+		const char *nl = memchr(line, '\n', src.end - src.start);
 		long long off = src.got - (long long)(src.end - src.start);
 		size_t n;
 
