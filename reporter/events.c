@@ -340,7 +340,7 @@ static void trace_event(char op, uintptr_t ptr, const struct rep_block *b,
 }
 
 static void log_event(char op, uintptr_t ptr, const struct rep_block *b,
-		      const struct rep_entry *e, int64_t total)
+		      const struct rep_entry *e)
 {
 	char line[256], dev[32];
 	int n;
@@ -353,7 +353,7 @@ static void log_event(char op, uintptr_t ptr, const struct rep_block *b,
 			(unsigned long long)b->size, op == 'a' ? "from" : "to",
 			e->name,
 			alloy__rep_device_str(e->device, dev, sizeof(dev)),
-			(long long)total);
+			(long long)alloy__rep_total());
 	else
 		n = snprintf(line, sizeof(line), "alloy: %s free of %#llx",
 			     op == 'd' ? "double" : "unknown",
@@ -363,12 +363,12 @@ static void log_event(char op, uintptr_t ptr, const struct rep_block *b,
 }
 
 void alloy__rep_emit(char op, uintptr_t ptr, const struct rep_block *b,
-		     const struct rep_entry *e, int64_t total, uint32_t traced)
+		     const struct rep_entry *e, uint32_t traced)
 {
 	if (traced)
 		trace_event(op, ptr, b, e, traced);
 	if (atomic_load_explicit(&alloy__rep_logging, memory_order_relaxed))
-		log_event(op, ptr, b, e, total);
+		log_event(op, ptr, b, e);
 }
 
 /* ---- opening and closing ------------------------------------------------ */

@@ -381,8 +381,9 @@ extern ALLOY_HIDDEN _Atomic uint32_t alloy__rep_trace_gen;
  */
 ALLOY_HIDDEN void alloy__rep_emit(char op, uintptr_t ptr,
 				  const struct rep_block *b,
-				  const struct rep_entry *e, int64_t total,
-				  uint32_t traced);
+				  const struct rep_entry *e, uint32_t traced);
+/* Bytes live in every allocator now: the log's running total. */
+ALLOY_HIDDEN int64_t alloy__rep_total(void);
 
 /* ---- printing (print.c) --------------------------------------------- */
 

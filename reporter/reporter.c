@@ -346,13 +346,13 @@ static inline bool logging(void)
 }
 
 /*
- * The running total that the log writes beside each event; the trace has
- * no use for it, and summing the counter's slots costs, so a traced event
- * that is not logged passes 0.
+ * The running total that the log writes beside each event, summed only
+ * there: the trace has no use for it, and summing the counter's slots
+ * costs.
  */
-static inline int64_t log_total(void)
+int64_t alloy__rep_total(void)
 {
-	return logging() ? counter_current(&R.all) : 0;
+	return counter_current(&R.all);
 }
 
 /* tracing || logging */
@@ -396,7 +396,7 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 		return; /* not recorded at all: nor will its free be */
 	account(e, (int64_t)size);
 	if (unlikely(traced || logging()))
-		alloy__rep_emit('a', b.ptr, &b, e, log_total(), traced);
+		alloy__rep_emit('a', b.ptr, &b, e, traced);
 }
 
 /* Account the free of ptr; the table's record says what it was. */
@@ -431,13 +431,13 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 				 1);
 		if (traced || logging())
 			alloy__rep_emit(rc == -EALREADY ? 'd' : 'u',
-					(uintptr_t)ptr, NULL, NULL, 0, traced);
+					(uintptr_t)ptr, NULL, NULL, traced);
 		return rc;
 	}
 	e = &alloy__rep_entries[b.entry];
 	account(e, -(int64_t)b.size);
 	if (unlikely(traced || logging()))
-		alloy__rep_emit('f', b.ptr, &b, e, log_total(), traced);
+		alloy__rep_emit('f', b.ptr, &b, e, traced);
 	return 0;
 }
 
