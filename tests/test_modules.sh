@@ -87,4 +87,27 @@ else
 	echo "skipped: late-load check (no jemalloc module or no python3)"
 fi
 
+# liballoy loaded late with a module as the CPU default, then C++ code
+# loaded after it, as in Python importing alloy and then torch: blocks
+# libstdc++ makes are freed by the library's inlined code and the other
+# way round.  A backend library that needs the C++ runtime (Debian's
+# jemalloc) must not take over libstdc++'s own calls to new and delete.
+late=$top/tests/late_cxx lib=$top/tests/.libs/late_cxx_lib.so
+if ldd "$top/.libs/liballoy.so" 2>/dev/null | grep -q libasan; then
+	echo "skipped: C++ loaded late (an ASan liballoy cannot be loaded late)"
+else
+	base=$("$late" "$lib")
+	check "late_cxx runs without alloy" '[ -n "$base" ]'
+	for m in jemalloc mimalloc; do
+		have $m || continue
+		rc=0
+		GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 \
+			ALLOY_MODULE_PATH="$top/.libs" "$late" "$lib" \
+			"$top/.libs/liballoy.so" $m >"$out" 2>"$err" || rc=$?
+		check "C++ loaded after the $m module: exits 0" '[ $rc -eq 0 ]'
+		check "... and computes what it does without alloy" \
+			'[ "$(cat "$out")" = "$base" ] && [ ! -s "$err" ]'
+	done
+fi
+
 clitest_done test_modules

@@ -6,9 +6,10 @@
 # making a gzip'd archive of that tree (tar execs gzip), `gcc` compiling
 # and linking a C program (the driver execs cc1, as, collect2 and ld), git
 # init/add/commit/log in a new repository, NumPy array work in Debian's
-# python3, and front_prog (a threaded program of ours that forks and
-# execs).  Each must exit as it does without alloy, print the same, and
-# write a report per process (--report PATH.%p) that counts its
+# python3, front_prog (a threaded program of ours that forks and execs)
+# and late_cxx (a C program of ours that loads C++ code after start, as
+# Python does).  Each must exit as it does without alloy, print the same,
+# and write a report per process (--report PATH.%p) that counts its
 # allocations on the backend: alloy was in the path of the program and of
 # every child it ran.
 set -u
@@ -107,6 +108,10 @@ prog_numpy() {
 prog_front_prog() {
 	"$@" "$tests/front_prog" work
 }
+prog_late_cxx() {
+	# C++ loaded after start, as Python loads extensions.
+	"$@" "$tests/late_cxx" "$tests/.libs/late_cxx_lib.so"
+}
 
 available() {
 	case $1 in
@@ -145,7 +150,7 @@ min_procs() {
 }
 
 ran=0
-for p in ls sort tar gcc git numpy front_prog; do
+for p in ls sort tar gcc git numpy front_prog late_cxx; do
 	available $p || continue
 	brc=0
 	"prog_$p" >"$base" 2>/dev/null || brc=$?
