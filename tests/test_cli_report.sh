@@ -47,6 +47,23 @@ for a in default cuda_caching_sim; do
 d = json.load(open(sys.argv[1]))
 sys.exit(not (d[\"peak_live_bytes\"] == 16777216 and d[\"max_allocated_bytes\"] >= 16777216 and d[\"max_reserved_bytes\"] >= 16777216))" "$out"'
 done
+# --repeat: the steps of a loop.  The caching allocator's later passes
+# reuse what the first reserved: no more at most than after one pass.
+rc=$(run replay "$dir/p.trace" --allocator cuda_caching_sim --json)
+one=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["max_reserved_bytes"])' "$out")
+rc=$(run replay "$dir/p.trace" --allocator cuda_caching_sim --repeat 5 --json)
+check "replay --repeat 5: five passes, each with the trace's peak, no more reserved than one" \
+	'[ "$rc" = 0 ] && /usr/bin/python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(not (d[\"repeat\"] == 5 and d[\"later_seconds_median\"] > 0 and d[\"peak_live_bytes\"] == 16777216 and d[\"max_reserved_bytes\"] == int(sys.argv[2])))" "$out" "$one"'
+rc=$(run replay "$dir/p.trace" --allocator default --repeat 3)
+check "replay --repeat prints the first pass and the later ones' median" \
+	'[ "$rc" = 0 ] && grep -q "the first pass$" "$out" && grep -q "^later passes .*the median of 2$" "$out"'
+for bad in 0 -1 1001 x ""; do
+	rc=$(run replay "$dir/p.trace" --allocator default --repeat "$bad")
+	check "replay --repeat \"$bad\" is a usage error naming the option" \
+		'[ "$rc" = 2 ] && grep -q -- "--repeat wants a count" "$err"'
+done
 
 # A cut trace: refused with line and offset, and -o left alone.
 # Cut inside the fifth line, as a disk-full or a killed copy would.
