@@ -1,52 +1,177 @@
 #!/usr/bin/env bash
-# Build alloy with the CUDA module and run everything CUDA on this machine:
-# the real-GPU suite and its benchmark (tests/cuda_gpu --bench), the policy
-# suites on the simulated device, and `alloy bench cuda`.  One command for a
-# machine with an NVIDIA GPU (docs/CUDA.md):
+# Everything CUDA on a machine with an NVIDIA GPU (docs/CUDA.md, "Tests"):
 #
-#   scripts/gpu-test.sh [CUDA_DIR]        (default /usr/local/cuda)
+#   scripts/gpu-test.sh [CUDA_DIR]            build in build-gpu/ first
+#   scripts/gpu-test.sh --prebuilt DIR        use DIR as it is
 #
-# Needs a C compiler, autoconf, automake, libtool, pkg-config and check
-# (scripts/deps.sh installs them on Debian).  Writes build-gpu/gpu-test.log.
-# Exit status: 0 all passed, 77 no usable GPU (the real-GPU part skipped,
+# The first form configures with the CUDA module (CUDA_DIR, default
+# /usr/local/cuda) and builds; it needs a C compiler, autotools and check
+# (scripts/deps.sh installs them on Debian).  --prebuilt takes a build
+# tree made elsewhere with the module (`make && make check TESTS=`), for a
+# GPU machine without those tools; its path must be the one it was built
+# at (libtool's wrappers name it).
+#
+# Then, each step logged to DIR/gpu-test.log:
+#   1. the machine and the GPU;
+#   2. every check suite (tests/runner) with the GPU present;
+#   3. tests/cuda_gpu --bench: the allocators, the context and
+#      SyncedMemory on the device, then pairs timed against the runtime;
+#   4. compute-sanitizer's memcheck with its leak check over
+#      tests/cuda_gpu, where the toolkit has it;
+#   5. the bundled training-step traces replayed on the device, ten steps
+#      each, by cuda_caching, cuda_async and cuda (cudaMalloc per block);
+#   6. where python3 has PyTorch with CUDA: a small training loop, its CUDA
+#      memory from alloy (alloy_cuda_malloc through torch's pluggable
+#      allocator, on cuda_caching and on cuda_async) and its host memory
+#      under `alloy run` on each CPU backend; every run must print the
+#      losses of the run without alloy, and its report must count the
+#      blocks on the backend;
+#   7. alloy bench cuda (the simulated device).
+#
+# Exit status: 0 all passed, 77 no usable GPU (the real-GPU steps skipped,
 # never counted as passed), 1 a failure.
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
-cuda=${1:-/usr/local/cuda}
-log=build-gpu/gpu-test.log
-mkdir -p build-gpu
+src=$PWD
+cuda=/usr/local/cuda
+dir=
+if [ "${1:-}" = --prebuilt ]; then
+	dir=${2:?--prebuilt needs the build directory}
+	dir=$(cd "$dir" && pwd) || exit 1
+else
+	cuda=${1:-$cuda}
+	dir=$src/build-gpu
+	mkdir -p "$dir"
+	[ -e configure ] || autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+	(
+		cd "$dir" &&
+			../configure -q --with-cuda="$cuda" &&
+			make -j"$(nproc)" >/dev/null &&
+			make -j"$(nproc)" check TESTS= >/dev/null
+	) || { echo "gpu-test: build failed"; exit 1; }
+fi
+log=$dir/gpu-test.log
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 : >"$log"
+failed=0
 say() { echo "$@" | tee -a "$log"; }
+bad() { say "FAIL: $*"; failed=1; }
+step() { say; say "== $*"; }
+export LD_LIBRARY_PATH=$dir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ALLOY_MODULE_PATH=$dir/.libs ALLOY=$dir/alloy
 
-[ -e configure ] || autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
-(
-	cd build-gpu
-	../configure -q --with-cuda="$cuda" 2>&1 | grep -v "cannot remove 'core'" || true
-	make -j"$(nproc)" >/dev/null
-	make -j"$(nproc)" tests/runner tests/cuda_gpu >/dev/null
-) || { say "gpu-test: build failed"; exit 1; }
+step "machine"
+{
+	uname -srm
+	echo "$(nproc) CPUs"
+	command -v nvidia-smi >/dev/null &&
+		nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+} 2>&1 | tee -a "$log"
 
-say "== machine"
-{ uname -srm; nproc; command -v nvidia-smi >/dev/null &&
-	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } \
-	2>&1 | tee -a "$log" || true
+step "every check suite, the GPU present (tests/runner)"
+CK_DEFAULT_TIMEOUT=120 "$dir/tests/runner" >"$work/runner" 2>&1 || bad "tests/runner"
+grep -E '^[0-9]+%|:F:|:E:' "$work/runner" | tee -a "$log"
 
-say "== policy suites on the simulated device"
-for s in cuda_caching cuda_host syncedmem; do
-	CK_RUN_SUITE=$s build-gpu/tests/runner 2>&1 | grep -E '^[0-9]+%|:F:|:E:' | tee -a "$log"
+step "the device: tests/cuda_gpu --bench"
+"$dir/tests/cuda_gpu" --bench 2>&1 | tee -a "$log"
+gpu=${PIPESTATUS[0]}
+case $gpu in
+0) ;;
+77) say "gpu-test: skipped: no CUDA device (the real-GPU steps are not run; not a pass)"
+    exit 77 ;;
+*) bad "tests/cuda_gpu (status $gpu)" ;;
+esac
+
+step "compute-sanitizer memcheck, leak check, over tests/cuda_gpu"
+san=$(command -v compute-sanitizer || ls "$cuda/bin/compute-sanitizer" 2>/dev/null)
+if [ -n "$san" ]; then
+	# The OOM test's failed cudaMalloc is an API error on purpose.
+	"$san" --tool memcheck --leak-check full --report-api-errors no \
+		--error-exitcode 9 "$dir/tests/.libs/cuda_gpu" >"$work/memcheck" 2>&1 ||
+		bad "memcheck (status $?)"
+	grep -E "ERROR SUMMARY|LEAK SUMMARY|^=+ +(Invalid|Leaked)" "$work/memcheck" | head -20 | tee -a "$log"
+else
+	say "skipped: compute-sanitizer not found"
+fi
+
+step "training-step traces replayed on the device, ten steps each"
+for t in "$src"/traces/*.trace; do
+	for a in cuda_caching cuda_async cuda; do
+		say "-- $(basename "$t" .trace) on $a"
+		"$ALLOY" replay "$t" --allocator "$a" --repeat 10 >"$work/replay" 2>&1 ||
+			bad "replay of $t on $a"
+		grep -E "^(time|later|peak|reserved)" "$work/replay" | tee -a "$log"
+	done
 done
 
-say "== real GPU: tests/cuda_gpu --bench"
-set +e
-build-gpu/tests/cuda_gpu --bench 2>&1 | tee -a "$log"
-gpu=${PIPESTATUS[0]}
-set -e
+step "PyTorch on the GPU through alloy"
+py=${PYTHON:-python3}
+if "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+	cat >"$work/loop.py" <<'EOF'
+# A small training loop on the GPU; argv[1], when given, is liballoy:
+# torch then takes its CUDA memory from alloy_cuda_malloc/alloy_cuda_free.
+import sys, torch
+if len(sys.argv) > 1:
+    torch.cuda.memory.change_current_allocator(
+        torch.cuda.memory.CUDAPluggableAllocator(
+            sys.argv[1], "alloy_cuda_malloc", "alloy_cuda_free"))
+torch.manual_seed(1234)
+torch.use_deterministic_algorithms(True)
+net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                          torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                          torch.nn.Linear(256, 10)).cuda()
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+x = torch.randn(4096, 64, device="cuda")
+y = torch.randint(0, 10, (4096,), device="cuda")
+for step in range(200):
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(net(x), y)
+    loss.backward()
+    opt.step()
+    print(step, repr(loss.item()))
+EOF
+	export CUBLAS_WORKSPACE_CONFIG=:4096:8
+	"$py" "$work/loop.py" >"$work/base" 2>"$work/err" || bad "the loop without alloy: $(tail -n 1 "$work/err")"
+	"$py" "$work/loop.py" >"$work/base2" 2>&1
+	if ! cmp -s "$work/base" "$work/base2"; then
+		say "skipped: the loop is not deterministic here (two runs without alloy differ)"
+	else
+		say "without alloy: $(wc -l <"$work/base") steps, last $(tail -n 1 "$work/base")"
+		# The count in column 6 of NAME's DEV row of a report, or nothing.
+		allocs() { awk -v n="$2" -v d="$3" '$1 == n && $2 == d { print $6 " allocs, " $7 " frees" }' "$1"; }
+		for cu in cuda_caching cuda_async; do
+			ALLOY_CONF="cuda:$cu,report:$work/r.$cu" "$py" "$work/loop.py" \
+				"$dir/.libs/liballoy.so" >"$work/out" 2>"$work/err" ||
+				bad "CUDA memory from $cu: $(tail -n 1 "$work/err")"
+			got=$(allocs "$work/r.$cu" "$cu" cuda:0)
+			cmp -s "$work/base" "$work/out" && [ -n "$got" ] &&
+				say "CUDA memory from $cu: losses identical; report: $got" ||
+				bad "CUDA memory from $cu: losses differ or no report row ($got)"
+		done
+		for b in default jemalloc mimalloc; do
+			[ -f "$dir/.libs/alloy_$b.so" ] || [ $b = default ] || continue
+			"$ALLOY" run --conf "cpu:$b,cuda:cuda_caching" --report "$work/r.$b" -- \
+				"$py" "$work/loop.py" "$dir/.libs/liballoy.so" >"$work/out" 2>"$work/err" ||
+				bad "alloy run on $b: $(tail -n 1 "$work/err")"
+			got="$(allocs "$work/r.$b" "$b" cpu:0); cuda_caching $(allocs "$work/r.$b" cuda_caching cuda:0)"
+			unknown=$(grep -c "^unknown frees 0," "$work/r.$b")
+			cmp -s "$work/base" "$work/out" && [ "$unknown" = 1 ] &&
+				! grep -q "^alloy: " "$work/err" &&
+				say "alloy run, host memory on $b, CUDA memory on cuda_caching: losses identical; $got" ||
+				bad "alloy run on $b: losses differ, unknown frees or a message ($got)"
+		done
+	fi
+else
+	say "skipped: $py has no PyTorch with CUDA"
+fi
 
-say "== alloy bench cuda (simulated device)"
-build-gpu/alloy bench cuda 2>&1 | tee -a "$log"
+step "alloy bench cuda (the simulated device)"
+"$ALLOY" bench cuda 2>&1 | tee -a "$log"
 
-case $gpu in
-0) say "gpu-test: passed" ;;
-77) say "gpu-test: real-GPU part skipped (no CUDA device); not a pass"; exit 77 ;;
-*) say "gpu-test: real-GPU suite FAILED (status $gpu)"; exit 1 ;;
-esac
+if [ $failed = 0 ]; then
+	say "gpu-test: passed"
+else
+	say "gpu-test: FAILED (above)"
+	exit 1
+fi

@@ -1137,6 +1137,117 @@ START_TEST(conf_selects_it_as_the_cuda_default)
 }
 END_TEST
 
+/*
+ * Device blocks as plain pointers (alloy_cuda_malloc / alloy_cuda_free,
+ * the shape PyTorch's pluggable allocator loads): the CUDA default makes
+ * them on the device and stream asked, the thread's own device and stream
+ * stay as they were, and the free finds the block's maker.
+ */
+START_TEST(plain_pointers_on_the_default_honour_device_and_stream)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	void *s1, *s2, *p, *q, *r;
+
+	ck_assert_ok(alloy_cuda_sim_set_device_count(sim, 2));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA, a));
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s2));
+	ck_assert_ok(alloy_cuda_set_device(0));
+	alloy_cuda_set_stream(s2);
+	p = alloy_cuda_malloc(64 * KiB, 1, s1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(alloy_cuda_current_device(), 0);
+	ck_assert_ptr_eq(alloy_cuda_current_stream(), s2);
+	ck_assert_int_eq(stats(a).allocated_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 0); /* device 0's: the block is on device 1 */
+	alloy_cuda_free(p, 64 * KiB, 1, s1);
+	/* Cached for s1 on device 1: not for s2, again for s1. */
+	q = alloy_cuda_malloc(64 * KiB, 1, s2);
+	ck_assert_ptr_ne(q, p);
+	r = alloy_cuda_malloc(64 * KiB, 1, s1);
+	ck_assert_ptr_eq(r, p);
+	alloy_cuda_free(q, 64 * KiB, 1, s2);
+	alloy_cuda_free(r, 64 * KiB, 1, s1);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	alloy_cuda_set_stream(NULL);
+}
+END_TEST
+
+START_TEST(plain_pointers_go_back_to_their_maker_after_a_swap)
+{
+	struct alloy_allocator *a = fresh(1ull << 30), *b;
+	void *p;
+
+	ck_assert_ok(alloy_cuda_caching_register_sim(sim, "cc_other", &b));
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA, a));
+	p = alloy_cuda_malloc(3000, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA, b));
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 1);
+	alloy_cuda_free(p, 3000, 0, NULL);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	ck_assert_int_eq(alloy_allocator_live_blocks(b), 0);
+	ck_assert_int_eq(stats(a).allocated_bytes[ALLOY_CUDA_POOL_ALL].current,
+			 0);
+}
+END_TEST
+
+START_TEST(plain_pointer_record_stream_delays_reuse)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	void *s1, *p, *q, *r;
+
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA, a));
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	p = alloy_cuda_malloc(256 * KiB, 0, NULL);
+	ck_assert_ok(alloy_cuda_ptr_record_stream(p, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
+	alloy_cuda_free(p, 256 * KiB, 0, NULL);
+	q = alloy_cuda_malloc(256 * KiB, 0, NULL);
+	ck_assert_ptr_ne(q, p);
+	ck_assert_ok(alloy_cuda_sim_complete(sim, s1));
+	r = alloy_cuda_malloc(256 * KiB, 0, NULL);
+	ck_assert_ptr_eq(r, p);
+	alloy_cuda_free(q, 256 * KiB, 0, NULL);
+	alloy_cuda_free(r, 256 * KiB, 0, NULL);
+}
+END_TEST
+
+START_TEST(plain_pointer_bad_requests_fail_cleanly)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	int x;
+	void *p;
+
+	ck_assert_ptr_null(alloy_cuda_malloc(0, 0, NULL));
+	if (!alloy_get_default(ALLOY_DEVICE_CUDA)) { /* none configured */
+		ck_assert_ptr_null(alloy_cuda_malloc(100, 0, NULL));
+		ck_assert_int_eq(alloy_last_error_code(), -ENODEV);
+	}
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA, a));
+	ck_assert_ok(alloy_cuda_set_device(0));
+	ck_assert_ptr_null(alloy_cuda_malloc(100, 99, NULL));
+	ck_assert_int_eq(alloy_last_error_code(), -ENODEV);
+	ck_assert_int_eq(alloy_cuda_current_device(), 0);
+	ck_assert_ptr_null(alloy_cuda_malloc(SIZE_MAX - 100, 0, NULL));
+	ck_assert_int_eq(alloy_last_error_code(), -EOVERFLOW);
+	ck_assert_ptr_null(alloy_cuda_malloc(2ull << 30, 0, NULL));
+	ck_assert_int_eq(alloy_last_error_code(), -ENOMEM);
+	/* Frees of what it did not make: refused, nothing touched. */
+	p = alloy_cuda_malloc(100, 0, NULL);
+	alloy_cuda_free(&x, 4, 0, NULL);
+	ck_assert_int_eq(alloy_last_error_code(), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "not a live block"));
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 1);
+	alloy_cuda_free(p, 100, 0, NULL);
+	alloy_cuda_free(p, 100, 0, NULL);
+	ck_assert_int_eq(alloy_last_error_code(), -EINVAL);
+	ck_assert_int_eq(alloy_cuda_ptr_record_stream(p, NULL), -EINVAL);
+	alloy_cuda_free(NULL, 0, 0, NULL);
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+}
+END_TEST
+
 static void *thread_main(void *arg)
 {
 	struct alloy_allocator *a = arg;
@@ -1178,6 +1289,10 @@ Suite *suite_cuda_caching(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, sizes_round_to_512_and_pools_split_at_1MiB);
+	tcase_add_test(tc, plain_pointers_on_the_default_honour_device_and_stream);
+	tcase_add_test(tc, plain_pointers_go_back_to_their_maker_after_a_swap);
+	tcase_add_test(tc, plain_pointer_record_stream_delays_reuse);
+	tcase_add_test(tc, plain_pointer_bad_requests_fail_cleanly);
 	tcase_add_test(tc, steady_state_makes_no_device_calls);
 	tcase_add_test(tc, best_fit_takes_the_smallest_hole);
 	tcase_add_test(tc, split_blocks_merge_back_when_freed);

@@ -48,6 +48,36 @@ void *alloy_cuda_current_stream(void);
  */
 int alloy_cuda_record_stream(const struct alloy_data_ptr *dp, void *stream);
 
+/* ---- device memory as plain pointers ---------------------------------- */
+
+/*
+ * size bytes of the CUDA default allocator on device, ordered on stream
+ * (NULL: the default stream), as a plain pointer; NULL for size 0 and on
+ * failure (the reason in alloy_last_error: -ENODEV for a device out of
+ * range or no CUDA default, -EOVERFLOW, -ENOMEM).  The thread's current
+ * device and stream are left as they were.  These are the functions
+ * PyTorch's torch.cuda.memory.CUDAPluggableAllocator takes by name
+ * (docs/CUDA.md).
+ */
+void *alloy_cuda_malloc(size_t size, int device, void *stream);
+
+/*
+ * Free a block of alloy_cuda_malloc, through the allocator that made it
+ * (also after the default changed).  The pointer alone names the block:
+ * size, device and stream are the caller's record of it, accepted for the
+ * allocation's shape and not needed (the block goes back on the stream it
+ * was made on, after the streams recorded for it).  NULL is ignored; a
+ * pointer that is not a live block is refused with -EINVAL in
+ * alloy_last_error and nothing is touched.
+ */
+void alloy_cuda_free(void *ptr, size_t size, int device, void *stream);
+
+/*
+ * alloy_cuda_record_stream for a block of alloy_cuda_malloc; 0, or
+ * -EINVAL when ptr is not one.
+ */
+int alloy_cuda_ptr_record_stream(void *ptr, void *stream);
+
 /* ---- caching allocator statistics ------------------------------------- */
 
 /* Statistics come per pool and for both together. */
