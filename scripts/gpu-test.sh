@@ -25,7 +25,8 @@
 #      allocator, on cuda_caching and on cuda_async) and its host memory
 #      under `alloy run` on each CPU backend; every run must print the
 #      losses of the run without alloy, and its report must count the
-#      blocks on the backend;
+#      blocks on the backend; then scripts/gpu-torch-bench.py times
+#      training steps with torch's own CUDA allocator against alloy's;
 #   7. alloy bench cuda (the simulated device).
 #
 # Exit status: 0 all passed, 77 no usable GPU (the real-GPU steps skipped,
@@ -162,6 +163,9 @@ EOF
 				bad "alloy run on $b: losses differ, unknown frees or a message ($got)"
 		done
 	fi
+	say "-- training steps timed, torch's own CUDA allocator against alloy's"
+	"$py" "$src/scripts/gpu-torch-bench.py" "$dir/.libs/liballoy.so" 2>&1 |
+		tee -a "$log" || bad "scripts/gpu-torch-bench.py"
 else
 	say "skipped: $py has no PyTorch with CUDA"
 fi
