@@ -64,10 +64,21 @@ static int cu_dev_free(void *ctx, int device, void *ptr)
 	return check(cudaFree(ptr), "cudaFree");
 }
 
+/*
+ * A created stream belongs to one device: cudaMallocAsync takes from the
+ * pool of the stream's device and cudaFreeAsync orders on the stream, so
+ * only the NULL stream, which is the current device's, needs the device
+ * made current (two runtime calls a pair saved on the others).
+ */
+static int use_stream_device(int device, void *stream)
+{
+	return stream ? 0 : use_device(device);
+}
+
 static int cu_dev_malloc_async(void *ctx, int device, size_t size, void *stream,
 			       void **out)
 {
-	int rc = use_device(device);
+	int rc = use_stream_device(device, stream);
 
 	if (rc)
 		return rc;
@@ -77,7 +88,7 @@ static int cu_dev_malloc_async(void *ctx, int device, size_t size, void *stream,
 
 static int cu_dev_free_async(void *ctx, int device, void *ptr, void *stream)
 {
-	int rc = use_device(device);
+	int rc = use_stream_device(device, stream);
 
 	if (rc)
 		return rc;
