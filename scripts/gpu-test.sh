@@ -109,32 +109,10 @@ done
 step "PyTorch on the GPU through alloy"
 py=${PYTHON:-python3}
 if "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
-	cat >"$work/loop.py" <<'EOF'
-# A small training loop on the GPU; argv[1], when given, is liballoy:
-# torch then takes its CUDA memory from alloy_cuda_malloc/alloy_cuda_free.
-import sys, torch
-if len(sys.argv) > 1:
-    torch.cuda.memory.change_current_allocator(
-        torch.cuda.memory.CUDAPluggableAllocator(
-            sys.argv[1], "alloy_cuda_malloc", "alloy_cuda_free"))
-torch.manual_seed(1234)
-torch.use_deterministic_algorithms(True)
-net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
-                          torch.nn.Linear(256, 256), torch.nn.ReLU(),
-                          torch.nn.Linear(256, 10)).cuda()
-opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-x = torch.randn(4096, 64, device="cuda")
-y = torch.randint(0, 10, (4096,), device="cuda")
-for step in range(200):
-    opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(net(x), y)
-    loss.backward()
-    opt.step()
-    print(step, repr(loss.item()))
-EOF
+	loop=("$src/scripts/torch-mlp.py" --device cuda --steps 200 --batch 4096)
 	export CUBLAS_WORKSPACE_CONFIG=:4096:8
-	"$py" "$work/loop.py" >"$work/base" 2>"$work/err" || bad "the loop without alloy: $(tail -n 1 "$work/err")"
-	"$py" "$work/loop.py" >"$work/base2" 2>&1
+	"$py" "${loop[@]}" >"$work/base" 2>"$work/err" || bad "the loop without alloy: $(tail -n 1 "$work/err")"
+	"$py" "${loop[@]}" >"$work/base2" 2>&1
 	if ! cmp -s "$work/base" "$work/base2"; then
 		say "skipped: the loop is not deterministic here (two runs without alloy differ)"
 	else
@@ -142,8 +120,8 @@ EOF
 		# The count in column 6 of NAME's DEV row of a report, or nothing.
 		allocs() { awk -v n="$2" -v d="$3" '$1 == n && $2 == d { print $6 " allocs, " $7 " frees" }' "$1"; }
 		for cu in cuda_caching cuda_async; do
-			ALLOY_CONF="cuda:$cu,report:$work/r.$cu" "$py" "$work/loop.py" \
-				"$dir/.libs/liballoy.so" >"$work/out" 2>"$work/err" ||
+			ALLOY_CONF="cuda:$cu,report:$work/r.$cu" "$py" "${loop[@]}" \
+				--alloy-cuda "$dir/.libs/liballoy.so" >"$work/out" 2>"$work/err" ||
 				bad "CUDA memory from $cu: $(tail -n 1 "$work/err")"
 			got=$(allocs "$work/r.$cu" "$cu" cuda:0)
 			cmp -s "$work/base" "$work/out" && [ -n "$got" ] &&
@@ -153,7 +131,7 @@ EOF
 		for b in default jemalloc mimalloc; do
 			[ -f "$dir/.libs/alloy_$b.so" ] || [ $b = default ] || continue
 			"$ALLOY" run --conf "cpu:$b,cuda:cuda_caching" --report "$work/r.$b" -- \
-				"$py" "$work/loop.py" "$dir/.libs/liballoy.so" >"$work/out" 2>"$work/err" ||
+				"$py" "${loop[@]}" --alloy-cuda "$dir/.libs/liballoy.so" >"$work/out" 2>"$work/err" ||
 				bad "alloy run on $b: $(tail -n 1 "$work/err")"
 			got="$(allocs "$work/r.$b" "$b" cpu:0); cuda_caching $(allocs "$work/r.$b" cuda_caching cuda:0)"
 			unknown=$(grep -c "^unknown frees 0," "$work/r.$b")

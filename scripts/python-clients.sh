@@ -129,26 +129,11 @@ for b in $backends; do
 done
 
 say "=== PyTorch: an MLP trained 100 steps, with and without alloy"
-cat >"$out/mlp.py" <<'EOF'
-import torch
-torch.manual_seed(1234)
-torch.set_num_threads(1)
-net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
-                          torch.nn.Linear(256, 256), torch.nn.ReLU(),
-                          torch.nn.Linear(256, 10))
-opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-x, y = torch.randn(512, 64), torch.randint(0, 10, (512,))
-for step in range(100):
-    opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(net(x), y)
-    loss.backward()
-    opt.step()
-    print(step, repr(loss.item()))
-EOF
+mlp=$PWD/scripts/torch-mlp.py
 if "$py" -c 'import torch, alloy; assert alloy.torch.library()' 2>/dev/null; then
-	"$py" "$out/mlp.py" >"$out/mlp.base"
+	"$py" "$mlp" >"$out/mlp.base"
 	"$py" -m alloy --torch --no-numpy --conf "report:$out/report.mlp" \
-		"$out/mlp.py" >"$out/mlp.alloy"
+		"$mlp" >"$out/mlp.alloy"
 	if cmp -s "$out/mlp.base" "$out/mlp.alloy"; then
 		say "losses identical over $(wc -l <"$out/mlp.base") steps (last: $(tail -n 1 "$out/mlp.alloy"))"
 	else
