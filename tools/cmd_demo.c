@@ -28,6 +28,7 @@
 
 #include <alloy/alloy.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "demo_net.h"
 
@@ -54,13 +55,6 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static struct alloy_allocator_stats stats_of(struct alloy_allocator *a)
@@ -185,8 +179,7 @@ static int run_phase(struct phase *ph, struct demo_net **net, int steps,
 		       alloy_allocator_name(prev),
 		       alloy_allocator_live_blocks(prev));
 	}
-	qsort(ms, (size_t)steps, sizeof(ms[0]), cmp_double);
-	ph->ms_per_step = ms[steps / 2];
+	ph->ms_per_step = bench_median(ms, (size_t)steps);
 	ph->allocs = (long long)stats_of(ph->a).num_allocs - before;
 	ph->peak_live = reported_peak(ph->a);
 	{

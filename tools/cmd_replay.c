@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "json.h"
 #include "trace.h"
@@ -23,13 +24,6 @@ static void progress(void *arg, size_t done, size_t total)
 }
 
 #define REPEAT_MAX 1000
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /*
  * Replay tr repeat times into *first (the first pass) and *later_median
@@ -71,10 +65,8 @@ static int replay_passes(const struct trace *tr, struct alloy_allocator *a,
 			first->max_allocated = r.max_allocated;
 		first->end = r.end;
 	}
-	if (!rc && repeat > 1) {
-		qsort(later, repeat - 1, sizeof(*later), cmp_double);
-		*later_median = later[(repeat - 1) / 2];
-	}
+	if (!rc && repeat > 1)
+		*later_median = bench_median(later, repeat - 1);
 	free(later);
 	return rc;
 }
