@@ -67,12 +67,17 @@ static int cu_dev_free(void *ctx, int device, void *ptr)
 /*
  * A created stream belongs to one device: cudaMallocAsync takes from the
  * pool of the stream's device and cudaFreeAsync orders on the stream, so
- * only the NULL stream, which is the current device's, needs the device
- * made current (two runtime calls a pair saved on the others).
+ * only the default streams, which are the current device's (NULL, and the
+ * handles cudaStreamLegacy and cudaStreamPerThread), need the device made
+ * current (two runtime calls a pair saved on the others).
  */
 static int use_stream_device(int device, void *stream)
 {
-	return stream ? 0 : use_device(device);
+	cudaStream_t s = (cudaStream_t)stream;
+
+	if (s && s != cudaStreamLegacy && s != cudaStreamPerThread)
+		return 0;
+	return use_device(device);
 }
 
 static int cu_dev_malloc_async(void *ctx, int device, size_t size, void *stream,
