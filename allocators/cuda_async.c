@@ -8,6 +8,7 @@
  * honours record_stream: a block also used on other streams is freed only
  * after the host has waited for those streams (the source has no
  * cross-stream wait; correctness first, and record_stream is rare).
+ * realloc stays on the block's device and stream, as cuda_caching's.
  */
 #include <stdlib.h>
 
@@ -28,11 +29,9 @@ struct cua {
 	struct alloy__ptrmap blocks; /* address -> struct async_block */
 };
 
-static void *async_alloc_async(void *ctx, size_t size, size_t align,
-			       unsigned flags, void *stream)
+static void *alloc_on(struct cua *ca, int device, size_t size, size_t align,
+		      unsigned flags, void *stream)
 {
-	struct cua *ca = ctx;
-	int device = alloy_cuda_current_device();
 	struct async_block *blk;
 	void *p;
 	int rc;
@@ -73,6 +72,13 @@ static void *async_alloc_async(void *ctx, size_t size, size_t align,
 	return p;
 }
 
+static void *async_alloc_async(void *ctx, size_t size, size_t align,
+			       unsigned flags, void *stream)
+{
+	return alloc_on(ctx, alloy_cuda_current_device(), size, align, flags,
+			stream);
+}
+
 static void *async_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	return async_alloc_async(ctx, size, align, flags,
@@ -110,6 +116,45 @@ static void async_free(void *ctx, void *ptr, size_t size, size_t align)
 	async_free_async(ctx, ptr, size, align, NULL);
 }
 
+/*
+ * Grow or shrink keeping the contents: a new block on the old one's
+ * device and stream (whichever device the calling thread is on), a
+ * device-to-device copy ordered on that stream, then the old block freed
+ * on it as any free.
+ */
+static void *async_realloc(void *ctx, void *ptr, size_t old_size,
+			   size_t new_size, size_t align)
+{
+	struct cua *ca = ctx;
+	struct async_block *blk;
+	void *stream = NULL, *p;
+	int device = 0;
+
+	pthread_mutex_lock(&ca->b.lock);
+	blk = alloy__ptrmap_get(&ca->blocks, ptr);
+	if (blk) {
+		stream = blk->stream;
+		device = blk->device;
+	}
+	pthread_mutex_unlock(&ca->b.lock);
+	if (!blk) {
+		alloy__error(-EINVAL, ca->b.name,
+			     "realloc: %p is not a live block", ptr);
+		return NULL;
+	}
+	p = alloc_on(ca, device, new_size, align, 0, stream);
+	if (!p)
+		return NULL;
+	if (ca->b.src.ops->copy(ca->b.src.ctx, device, p, ptr,
+				old_size < new_size ? old_size : new_size,
+				ALLOY__D2D, stream, false)) {
+		async_free_async(ctx, p, new_size, align, NULL);
+		return NULL;
+	}
+	async_free_async(ctx, ptr, old_size, align, NULL);
+	return p;
+}
+
 static int async_record_stream(void *ctx, void *ptr, void *stream)
 {
 	struct cua *ca = ctx;
@@ -139,6 +184,7 @@ static const struct alloy_allocator_ops async_template = {
 	.alloc_async = async_alloc_async,
 	.free_async = async_free_async,
 	.record_stream = async_record_stream,
+	.realloc = async_realloc,
 };
 
 int alloy__cuda_async_new(const struct alloy__devsrc *src, const char *name,

@@ -515,9 +515,10 @@ int alloy_data_ptr_realloc(struct alloy_data_ptr *dp, size_t new_size)
 	/*
 	 * This label is right only when the allocator allocates on
 	 * dp->device.  One that allocates on the calling thread's current
-	 * device instead (cuda_async, which has no realloc op) puts the new
-	 * block elsewhere when the caller is on another device, and then
-	 * the label (and the device the copy below is given) is wrong.
+	 * device instead puts the new block elsewhere when the caller is on
+	 * another device, and then the label (and the device the copy below
+	 * is given) is wrong: such an allocator needs its own realloc op
+	 * (alloy's CUDA allocators have one).
 	 */
 	n.device = dp->device;
 	rc = alloy_copy_bytes(dp->size < new_size ? dp->size : new_size,

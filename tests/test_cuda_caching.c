@@ -1101,6 +1101,39 @@ START_TEST(async_allocator_orders_on_streams)
 }
 END_TEST
 
+/*
+ * cuda_async's realloc: the new block on the old one's device whichever
+ * device the thread is on (device 5 does not exist: a block made there
+ * would fail), the contents copied, the old block freed.
+ */
+START_TEST(async_realloc_stays_on_the_block_device)
+{
+	struct alloy_allocator *as;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_data_ptr x;
+
+	ck_assert_ok(alloy_cuda_sim_create(64 * MiB, &sim));
+	ck_assert_ok(alloy_cuda_sim_set_device_count(sim, 2));
+	ck_assert_ok(alloy_cuda_async_register_sim(sim, "async_re", &as));
+	ck_assert_ok(alloy_cuda_set_device(1));
+	ck_assert_ok(alloy_alloc(as, 4096, 0, 0, &x));
+	memset(x.ptr, 0x3c, 4096);
+	ck_assert_ok(alloy_cuda_set_device(5));
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 12288));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[0], 0x3c);
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[4095], 0x3c);
+	ck_assert_ok(alloy_data_ptr_realloc(&x, 100));
+	ck_assert_uint_eq(((unsigned char *)x.ptr)[99], 0x3c);
+	ck_assert_int_eq(alloy_allocator_live_blocks(as), 1);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_mallocs, 3);
+	ck_assert_uint_eq(c.dev_frees, 3);
+	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
+	ck_assert_ok(alloy_cuda_set_device(0));
+}
+END_TEST
+
 START_TEST(unregistering_returns_the_cache)
 {
 	struct alloy_allocator *a = fresh(1ull << 30), *h;
@@ -1326,6 +1359,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, realloc_keeps_the_block_on_its_device);
 	tcase_add_test(tc, plain_allocator_makes_a_device_call_per_block);
 	tcase_add_test(tc, async_allocator_orders_on_streams);
+	tcase_add_test(tc, async_realloc_stays_on_the_block_device);
 	tcase_add_test(tc, unregistering_returns_the_cache);
 	tcase_add_test(tc, conf_selects_it_as_the_cuda_default);
 	tcase_add_test(tc, threads_share_it_safely);
