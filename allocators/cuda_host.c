@@ -404,11 +404,6 @@ static size_t ch_usable_size(void *ctx, const void *ptr, size_t size)
 }
 
 /*
- * Unregistered (no live blocks): give every block back.  Freed blocks
- * still waiting for copies are waited for here, since nothing would ever
- * look at the pending list again: trimming alone leaked them.
- */
-/*
  * Wait for every event of the pending blocks.  The lock is held.  A wait
  * that fails leaves its event not done, so that block stays pending: its
  * copy may still run.
@@ -421,6 +416,11 @@ static void sync_pending(struct ch *ch)
 							 b->events.v[i]);
 }
 
+/*
+ * Unregistered (no live blocks): give every block back.  Freed blocks
+ * still waiting for copies are waited for here, since nothing would ever
+ * look at the pending list again: trimming alone leaked them.
+ */
 static void ch_fini(void *ctx)
 {
 	struct ch *ch = ctx;
