@@ -1297,6 +1297,51 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* Plain pointers from threads at once, each on a stream of its own. */
+static void *plain_thread_main(void *arg)
+{
+	void *p[8];
+
+	for (int it = 0; it < 1000; it++) {
+		for (int i = 0; i < 8; i++) {
+			p[i] = alloy_cuda_malloc((size_t)(i + 1) * 2000 + (size_t)it,
+						 0, arg);
+			if (!p[i])
+				return (void *)1;
+			memset(p[i], i, 16);
+		}
+		for (int i = 7; i >= 0; i--) {
+			if (*(unsigned char *)p[i] != i)
+				return (void *)2;
+			alloy_cuda_free(p[i], 0, 0, arg);
+		}
+	}
+	return NULL;
+}
+
+START_TEST(plain_pointers_from_threads)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	pthread_t t[4];
+	void *streams[4], *ret;
+
+	ck_assert_ok(alloy_set_default(ALLOY_DEVICE_CUDA, a));
+	for (int i = 0; i < 4; i++) {
+		ck_assert_ok(alloy_cuda_sim_stream_create(sim, &streams[i]));
+		ck_assert_int_eq(pthread_create(&t[i], NULL, plain_thread_main,
+						streams[i]),
+				 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pthread_join(t[i], &ret), 0);
+		ck_assert_ptr_null(ret);
+	}
+	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
+	ck_assert_int_eq(stats(a).allocated_bytes[0].current, 0);
+	check_against_snapshot(a);
+}
+END_TEST
+
 START_TEST(threads_share_it_safely)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -1363,6 +1408,7 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, unregistering_returns_the_cache);
 	tcase_add_test(tc, conf_selects_it_as_the_cuda_default);
 	tcase_add_test(tc, threads_share_it_safely);
+	tcase_add_test(tc, plain_pointers_from_threads);
 	suite_add_tcase(s, tc);
 	return s;
 }
