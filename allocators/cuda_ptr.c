@@ -7,9 +7,11 @@
  * The shape is the one PyTorch's CUDAPluggableAllocator loads by name
  * (void *alloc(size_t, int, cudaStream_t), void free(void *, size_t, int,
  * cudaStream_t)), so torch can take its CUDA memory straight from
- * liballoy (docs/CUDA.md, "PyTorch's CUDA tensors on alloy").  Each live
- * block's DataPtr is kept in a map from its address: the free finds the
- * allocator that made the block, whatever the default has become since.
+ * liballoy (docs/CUDA.md, "Plain pointers, and PyTorch's CUDA tensors on
+ * alloy").  Each live block's DataPtr is kept in a map from its address:
+ * the free finds the allocator that made the block, whatever the default
+ * has become since.  Lock order: this file's lock, then an allocator's
+ * (record_stream only); never the other way.
  */
 #include <pthread.h>
 #include <stdlib.h>
