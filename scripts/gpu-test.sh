@@ -51,6 +51,10 @@ else
 			make -j"$(nproc)" check TESTS= >/dev/null
 	) || { echo "gpu-test: build failed"; exit 1; }
 fi
+if [ ! -x "$dir/tests/cuda_gpu" ] || [ ! -x "$dir/tests/runner" ]; then
+	echo "gpu-test: $dir has no tests/cuda_gpu or tests/runner: build it with the CUDA module (configure --with-cuda) and check (make check TESTS=)" >&2
+	exit 1
+fi
 log=$dir/gpu-test.log
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
