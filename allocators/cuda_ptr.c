@@ -12,6 +12,12 @@
  * the free finds the allocator that made the block, whatever the default
  * has become since.  Lock order: this file's lock, then an allocator's
  * (record_stream only); never the other way.
+ *
+ * The DataPtrs live in records that are never given back, reused through
+ * a free list under the map's lock: a malloc and a free a pair saved (a
+ * 4 KiB pair on cuda_caching_sim, callgrind: 1501 -> 1381 instructions,
+ * against 1075 through alloy_alloc with a DataPtr), for at most one
+ * record (48 bytes) per block live at the busiest moment.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,8 +26,14 @@
 #include "allocators/ptrmap.h"
 #include <alloy/cuda.h>
 
+union record {
+	struct alloy_data_ptr dp;
+	union record *next; /* in the free list */
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct alloy__ptrmap blocks; /* address -> struct alloy_data_ptr */
+static struct alloy__ptrmap blocks; /* address -> union record */
+static union record *spare;	    /* records of blocks freed */
 
 /*
  * Allocate on device, ordered on stream: the thread's current device and
@@ -43,65 +55,79 @@ static int alloc_on(size_t size, int device, void *stream,
 	return rc;
 }
 
+/* File dp under its address; 0 or -ENOMEM.  The lock is held. */
+static int keep_locked(const struct alloy_data_ptr *dp)
+{
+	union record *r = spare;
+
+	if (r)
+		spare = r->next;
+	else if (!(r = malloc(sizeof(*r))))
+		return -ENOMEM;
+	r->dp = *dp;
+	if (alloy__ptrmap_put(&blocks, dp->ptr, r)) {
+		r->next = spare;
+		spare = r;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 void *alloy_cuda_malloc(size_t size, int device, void *stream)
 {
-	struct alloy_data_ptr *dp;
+	struct alloy_data_ptr dp;
 	int rc;
 
-	if (!size)
+	if (!size || alloc_on(size, device, stream, &dp))
 		return NULL;
-	dp = malloc(sizeof(*dp));
-	if (!dp) {
-		alloy__error(-ENOMEM, __func__, "no memory for a block record");
-		return NULL;
-	}
-	if (alloc_on(size, device, stream, dp)) {
-		free(dp);
-		return NULL;
-	}
 	pthread_mutex_lock(&lock);
-	rc = alloy__ptrmap_put(&blocks, dp->ptr, dp);
+	rc = keep_locked(&dp);
 	pthread_mutex_unlock(&lock);
 	if (rc) {
-		alloy_data_ptr_free(dp);
-		free(dp);
-		alloy__error(-ENOMEM, __func__, "no memory for the block map");
+		alloy_data_ptr_free(&dp);
+		alloy__error(-ENOMEM, __func__,
+			     "no memory for the block's record");
 		return NULL;
 	}
-	return dp->ptr;
+	return dp.ptr;
 }
 
 void alloy_cuda_free(void *ptr, size_t size, int device, void *stream)
 {
-	struct alloy_data_ptr *dp;
+	struct alloy_data_ptr dp;
+	union record *r;
 
 	if (!ptr)
 		return;
 	pthread_mutex_lock(&lock);
-	dp = alloy__ptrmap_take(&blocks, ptr);
+	r = alloy__ptrmap_take(&blocks, ptr);
+	if (r) {
+		dp = r->dp;
+		r->next = spare;
+		spare = r;
+	}
 	pthread_mutex_unlock(&lock);
-	if (!dp) {
+	if (!r) {
 		alloy__error(-EINVAL, __func__,
 			     "%p is not a live block of alloy_cuda_malloc (freed already?)",
 			     ptr);
 		return;
 	}
-	alloy_data_ptr_free(dp);
-	free(dp);
+	alloy_data_ptr_free(&dp);
 }
 
 int alloy_cuda_ptr_record_stream(void *ptr, void *stream)
 {
-	struct alloy_data_ptr *dp;
+	union record *r;
 	int rc;
 
 	/* The lock keeps the block from being freed under the call. */
 	pthread_mutex_lock(&lock);
-	dp = alloy__ptrmap_get(&blocks, ptr);
-	rc = dp ? alloy_cuda_record_stream(dp, stream)
-		: alloy__error(-EINVAL, __func__,
-			       "%p is not a live block of alloy_cuda_malloc",
-			       ptr);
+	r = alloy__ptrmap_get(&blocks, ptr);
+	rc = r ? alloy_cuda_record_stream(&r->dp, stream)
+	       : alloy__error(-EINVAL, __func__,
+			      "%p is not a live block of alloy_cuda_malloc",
+			      ptr);
 	pthread_mutex_unlock(&lock);
 	return rc;
 }
