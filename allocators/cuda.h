@@ -32,6 +32,25 @@ alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
 		     const char *name, const struct alloy_allocator_ops *tmpl,
 		     const struct alloy_allocator_ops **ops, void **ctx);
 
+/* An allocator's own "make a block of size on device, ordered on stream". */
+typedef void *alloy__cuda_alloc_on_fn(void *ctx, int device, size_t size,
+				      size_t align, unsigned flags,
+				      void *stream);
+
+/*
+ * The rest of a device allocator's realloc once the old block's device
+ * and stream are known: a new block made there by alloc_on, the first
+ * min(old_size, new_size) bytes copied device to device on that stream
+ * (sync: waited for on the host), then the old block freed through the
+ * allocator's free op (the new one instead when the copy failed).  The
+ * new block, or NULL with the reason set.  b is the allocator's context.
+ */
+__attribute__((visibility("hidden"))) void *
+alloy__cuda_realloc_on(struct alloy__cuda_base *b,
+		       alloy__cuda_alloc_on_fn *alloc_on, int device,
+		       void *stream, bool sync, void *ptr, size_t old_size,
+		       size_t new_size, size_t align);
+
 /*
  * The caching allocator, the pinned host allocator and the plain
  * allocator over src.  *ops and *ctx are what to register (the module

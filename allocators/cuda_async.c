@@ -29,9 +29,10 @@ struct cua {
 	struct alloy__ptrmap blocks; /* address -> struct async_block */
 };
 
-static void *alloc_on(struct cua *ca, int device, size_t size, size_t align,
+static void *alloc_on(void *ctx, int device, size_t size, size_t align,
 		      unsigned flags, void *stream)
 {
+	struct cua *ca = ctx;
 	struct async_block *blk;
 	void *p;
 	int rc;
@@ -127,7 +128,7 @@ static void *async_realloc(void *ctx, void *ptr, size_t old_size,
 {
 	struct cua *ca = ctx;
 	struct async_block *blk;
-	void *stream = NULL, *p;
+	void *stream = NULL;
 	int device = 0;
 
 	pthread_mutex_lock(&ca->b.lock);
@@ -142,17 +143,8 @@ static void *async_realloc(void *ctx, void *ptr, size_t old_size,
 			     "realloc: %p is not a live block", ptr);
 		return NULL;
 	}
-	p = alloc_on(ca, device, new_size, align, 0, stream);
-	if (!p)
-		return NULL;
-	if (ca->b.src.ops->copy(ca->b.src.ctx, device, p, ptr,
-				old_size < new_size ? old_size : new_size,
-				ALLOY__D2D, stream, false)) {
-		async_free_async(ctx, p, new_size, align, NULL);
-		return NULL;
-	}
-	async_free_async(ctx, ptr, old_size, align, NULL);
-	return p;
+	return alloy__cuda_realloc_on(&ca->b, alloc_on, device, stream, false,
+				      ptr, old_size, new_size, align);
 }
 
 static int async_record_stream(void *ctx, void *ptr, void *stream)

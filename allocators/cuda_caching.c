@@ -738,9 +738,10 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 }
 
 /* A block of req bytes on device, ordered on stream (a stream of it). */
-static void *alloc_on(struct cc *cc, int device, size_t req, size_t align,
+static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 		      unsigned flags, void *stream)
 {
+	struct cc *cc = ctx;
 	struct cc_device *d;
 	struct cc_block *b = NULL;
 	size_t size;
@@ -1037,7 +1038,7 @@ static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 {
 	struct cc *cc = ctx;
 	struct cc_block *b;
-	void *stream, *p;
+	void *stream;
 	int device;
 
 	pthread_mutex_lock(&cc->b.lock);
@@ -1051,17 +1052,8 @@ static void *cc_realloc(void *ctx, void *ptr, size_t old_size, size_t new_size,
 		return NULL;
 	}
 	/* On the block's device, whichever the calling thread is on. */
-	p = alloc_on(cc, device, new_size, align, 0, stream);
-	if (!p)
-		return NULL;
-	if (cc->b.src.ops->copy(cc->b.src.ctx, device, p, ptr,
-				old_size < new_size ? old_size : new_size,
-				ALLOY__D2D, stream, false)) {
-		free_ptr(cc, p, false, NULL);
-		return NULL;
-	}
-	free_ptr(cc, ptr, false, NULL);
-	return p;
+	return alloy__cuda_realloc_on(&cc->b, alloc_on, device, stream, false,
+				      ptr, old_size, new_size, align);
 }
 
 static const struct alloy_allocator_ops cc_template = {

@@ -189,3 +189,22 @@ int alloy__register_cuda_sim_allocators(void)
 						  NULL);
 	return rc;
 }
+
+void *alloy__cuda_realloc_on(struct alloy__cuda_base *b,
+			     alloy__cuda_alloc_on_fn *alloc_on, int device,
+			     void *stream, bool sync, void *ptr,
+			     size_t old_size, size_t new_size, size_t align)
+{
+	void *p = alloc_on(b, device, new_size, align, 0, stream);
+
+	if (!p)
+		return NULL;
+	if (b->src.ops->copy(b->src.ctx, device, p, ptr,
+			     old_size < new_size ? old_size : new_size,
+			     ALLOY__D2D, stream, sync)) {
+		b->ops.free(b, p, new_size, align);
+		return NULL;
+	}
+	b->ops.free(b, ptr, old_size, align);
+	return p;
+}

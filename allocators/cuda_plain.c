@@ -25,9 +25,10 @@ struct plain {
 };
 
 /* A block of size bytes on device (zeroed on stream if asked). */
-static void *alloc_on(struct plain *pl, int device, size_t size, size_t align,
+static void *alloc_on(void *ctx, int device, size_t size, size_t align,
 		      unsigned flags, void *stream)
 {
+	struct plain *pl = ctx;
 	void *p;
 	int rc;
 
@@ -91,7 +92,6 @@ static void *plain_realloc(void *ctx, void *ptr, size_t old_size,
 {
 	struct plain *pl = ctx;
 	intptr_t dev;
-	void *p;
 
 	pthread_mutex_lock(&pl->b.lock);
 	dev = (intptr_t)alloy__ptrmap_get(&pl->blocks, ptr);
@@ -102,17 +102,8 @@ static void *plain_realloc(void *ctx, void *ptr, size_t old_size,
 		return NULL;
 	}
 	/* On the block's device, whichever the calling thread is on. */
-	p = alloc_on(pl, (int)dev - 1, new_size, align, 0, NULL);
-	if (!p)
-		return NULL;
-	if (pl->b.src.ops->copy(pl->b.src.ctx, (int)dev - 1, p, ptr,
-				old_size < new_size ? old_size : new_size,
-				ALLOY__D2D, NULL, true)) {
-		plain_free(ctx, p, new_size, align);
-		return NULL;
-	}
-	plain_free(ctx, ptr, old_size, align);
-	return p;
+	return alloy__cuda_realloc_on(&pl->b, alloc_on, (int)dev - 1, NULL,
+				      true, ptr, old_size, new_size, align);
 }
 
 static const struct alloy_allocator_ops plain_template = {
