@@ -94,8 +94,8 @@ START_TEST(round_trip_gives_the_same_peak)
 	ck_assert_uint_eq(tr.ev[0].align, 256);
 
 	/* Replay against another allocator: same peak, everything freed. */
-	ck_assert_ok(trace_replay(&tr, alloy_find_allocator("default"), &r,
-				  NULL, NULL));
+	ck_assert_ok(trace_replay(&tr, NULL, alloy_find_allocator("default"),
+				  &r, NULL, NULL));
 	ck_assert_uint_eq(r.peak_live, sum.all.peak_bytes);
 	ck_assert_uint_eq(r.allocs, 200);
 	ck_assert_uint_eq(r.frees, 200 - 16);
@@ -203,7 +203,7 @@ START_TEST(threads_write_a_consistent_trace)
 	ck_assert_uint_eq(sum.all.allocs, 15000);
 	ck_assert_uint_eq(sum.all.frees, 15000);
 	ck_assert_uint_eq(sum.all.live_bytes, 0);
-	ck_assert_ok(trace_replay(&tr, def, &r, NULL, NULL));
+	ck_assert_ok(trace_replay(&tr, NULL, def, &r, NULL, NULL));
 	ck_assert_uint_eq(r.peak_live, sum.all.peak_bytes);
 	trace_free(&tr);
 	unlink(trace_path);

@@ -115,6 +115,7 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	struct alloy_cuda_stats st = { .size = sizeof(st),
 				       .version = ALLOY_CUDA_STATS_VERSION };
 	struct replay_result rr;
+	struct trace_summary *sum;
 	struct trace tr;
 	char path[1024], err[512], metric[96];
 	const char *dir = getenv("ALLOY_TRACES_DIR");
@@ -128,14 +129,21 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 			err);
 		return -1;
 	}
+	sum = malloc(sizeof(*sum));
+	if (!sum) {
+		trace_free(&tr);
+		return -1;
+	}
+	trace_summarize(&tr, sum);
 	/* A cold cache for each trace. */
 	alloy_cuda_caching_empty_cache(cc);
 	alloy_cuda_caching_reset_peaks(cc, 0);
 	c0 = device_calls(sim);
 	for (int rep = 0; rep < REPEATS; rep++) {
-		if (trace_replay(&tr, cc, &rr, NULL, NULL)) {
+		if (trace_replay(&tr, sum, cc, &rr, NULL, NULL)) {
 			fprintf(stderr, "alloy bench cuda: %s: %s\n", path,
 				alloy_last_error());
+			free(sum);
 			trace_free(&tr);
 			return -1;
 		}
@@ -174,6 +182,7 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	snprintf(metric, sizeof(metric), "%s: replay, warm cache", name);
 	bench_result("cuda", metric, ns / (REPEATS - 1), "ns/event", GOAL_NONE,
 		     0);
+	free(sum);
 	trace_free(&tr);
 	return 0;
 }

@@ -26,14 +26,15 @@ static void progress(void *arg, size_t done, size_t total)
 #define REPEAT_MAX 1000
 
 /*
- * Replay tr repeat times into *first (the first pass) and *later_median
- * (the median time of the others, 0 for one pass).  Reserved and
- * allocated "at most" are over all passes; the end figures are the last
- * pass's.  0, or a negative errno; *bad_peak is set when a pass's peak
- * differed from want_peak.
+ * Replay tr (its summary sum) repeat times into *first (the first pass)
+ * and *later_median (the median time of the others, 0 for one pass).
+ * Reserved and allocated "at most" are over all passes; the end figures
+ * are the last pass's.  0, or a negative errno; *bad_peak is set when a
+ * pass's peak differed from the trace's.
  */
-static int replay_passes(const struct trace *tr, struct alloy_allocator *a,
-			 unsigned repeat, uint64_t want_peak,
+static int replay_passes(const struct trace *tr,
+			 const struct trace_summary *sum,
+			 struct alloy_allocator *a, unsigned repeat,
 			 struct replay_result *first, double *later_median,
 			 bool *bad_peak)
 {
@@ -48,17 +49,17 @@ static int replay_passes(const struct trace *tr, struct alloy_allocator *a,
 			return -ENOMEM;
 	}
 	/* Progress only for people watching a terminal, not for pipes. */
-	rc = trace_replay(tr, a, first,
+	rc = trace_replay(tr, sum, a, first,
 			  isatty(STDERR_FILENO) ? progress : NULL, NULL);
-	*bad_peak = !rc && first->peak_live != want_peak;
+	*bad_peak = !rc && first->peak_live != sum->all.peak_bytes;
 	for (unsigned k = 1; !rc && k < repeat; k++) {
 		struct replay_result r;
 
-		rc = trace_replay(tr, a, &r, NULL, NULL);
+		rc = trace_replay(tr, sum, a, &r, NULL, NULL);
 		if (rc)
 			break;
 		later[k - 1] = r.seconds;
-		*bad_peak |= r.peak_live != want_peak;
+		*bad_peak |= r.peak_live != sum->all.peak_bytes;
 		if (r.max_reserved > first->max_reserved)
 			first->max_reserved = r.max_reserved;
 		if (r.max_allocated > first->max_allocated)
@@ -146,8 +147,7 @@ static int run_replay(int argc, char **argv)
 		return EXIT_PROBLEM;
 	}
 	trace_summarize(&tr, sum);
-	rc = replay_passes(&tr, a, repeat, sum->all.peak_bytes, &r, &later,
-			   &bad_peak);
+	rc = replay_passes(&tr, sum, a, repeat, &r, &later, &bad_peak);
 	if (rc) {
 		fprintf(stderr, "alloy replay: %s\n",
 			*alloy_last_error() ? alloy_last_error()

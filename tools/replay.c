@@ -80,8 +80,8 @@ static void sample(struct alloy_allocator *a, struct replay_result *r)
 	r->end = st;
 }
 
-int trace_replay(const struct trace *tr, struct alloy_allocator *a,
-		 struct replay_result *r,
+int trace_replay(const struct trace *tr, const struct trace_summary *sum,
+		 struct alloy_allocator *a, struct replay_result *r,
 		 void (*progress)(void *arg, size_t done, size_t total),
 		 void *arg)
 {
@@ -108,15 +108,19 @@ int trace_replay(const struct trace *tr, struct alloy_allocator *a,
 	 */
 	peak_at = SIZE_MAX;
 	if (r->have_stats) {
-		struct trace_summary *sum = malloc(sizeof(*sum));
+		struct trace_summary *own = NULL;
 
-		if (!sum)
-			return -ENOMEM;
-		trace_summarize(tr, sum);
+		if (!sum) {
+			own = malloc(sizeof(*own));
+			if (!own)
+				return -ENOMEM;
+			trace_summarize(tr, own);
+			sum = own;
+		}
 		/* peak_event is 0, not "none", when nothing is allocated. */
 		if (sum->all.peak_bytes)
 			peak_at = sum->peak_event;
-		free(sum);
+		free(own);
 	}
 	t0 = now_s();
 	for (size_t i = 0; i < tr->nev; i++) {

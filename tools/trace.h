@@ -145,12 +145,13 @@ struct replay_result {
 };
 
 /*
- * Replay every alloc and free of tr against a, in order.  progress (may
- * be NULL) is called now and then with the events done so far.  0, or a
- * negative errno with the library's message set.
+ * Replay every alloc and free of tr against a, in order.  sum is tr's
+ * summary when the caller has it (replays of one trace share it), else
+ * NULL.  progress (may be NULL) is called now and then with the events
+ * done so far.  0, or a negative errno with the library's message set.
  */
-int trace_replay(const struct trace *tr, struct alloy_allocator *a,
-		 struct replay_result *r,
+int trace_replay(const struct trace *tr, const struct trace_summary *sum,
+		 struct alloy_allocator *a, struct replay_result *r,
 		 void (*progress)(void *arg, size_t done, size_t total),
 		 void *arg);
 
