@@ -24,6 +24,7 @@
 
 #include "core/internal.h"
 #include "allocators/ptrmap.h"
+#include "devices/devsrc.h"
 #include <alloy/cuda.h>
 
 union record {
@@ -34,26 +35,6 @@ union record {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloy__ptrmap blocks; /* address -> union record */
 static union record *spare;	    /* records of blocks freed */
-
-/*
- * Allocate on device, ordered on stream: the thread's current device and
- * stream are set for the call and put back after it.
- */
-static int alloc_on(size_t size, int device, void *stream,
-		    struct alloy_data_ptr *dp)
-{
-	int old_device = alloy_cuda_current_device();
-	void *old_stream = alloy_cuda_current_stream();
-	int rc = alloy_cuda_set_device(device);
-
-	if (rc)
-		return rc;
-	alloy_cuda_set_stream(stream);
-	rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, size, 0, dp);
-	alloy_cuda_set_stream(old_stream);
-	alloy_cuda_set_device(old_device);
-	return rc;
-}
 
 /* File dp under its address; 0 or -ENOMEM.  The lock is held. */
 static int keep_locked(const struct alloy_data_ptr *dp)
@@ -78,7 +59,7 @@ void *alloy_cuda_malloc(size_t size, int device, void *stream)
 	struct alloy_data_ptr dp;
 	int rc;
 
-	if (!size || alloc_on(size, device, stream, &dp))
+	if (!size || alloy__cuda_alloc_on(device, stream, size, 0, &dp))
 		return NULL;
 	pthread_mutex_lock(&lock);
 	rc = keep_locked(&dp);

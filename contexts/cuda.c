@@ -29,21 +29,12 @@ struct cuda_ctx {
 static int cuda_new_bytes(void *ctx, struct alloy_device dev, size_t nbytes,
 			  struct alloy_data_ptr *out)
 {
-	int prev = alloy_cuda_current_device();
-	int rc;
-
 	/*
 	 * The default comes from the registry: the loader installs the
 	 * configured one (conf key `cuda`) when the module registers it.
 	 */
-	rc = alloy_cuda_set_device(dev.index);
-	if (rc)
-		return rc;
-	rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, nbytes, 0, out);
-	alloy_cuda_set_device(prev);
-	if (!rc)
-		out->device = dev;
-	return rc;
+	return alloy__cuda_alloc_on(dev.index, alloy_cuda_current_stream(),
+				    nbytes, 0, out);
 }
 
 /*

@@ -5,6 +5,7 @@
  * CUDA allocators and the CUDA context read.
  */
 #include "core/internal.h"
+#include "devices/devsrc.h"
 #include <alloy/cuda.h>
 
 #define CUDA_MAX_DEVICES 16
@@ -39,4 +40,23 @@ void alloy_cuda_set_stream(void *stream)
 void *alloy_cuda_current_stream(void)
 {
 	return cur_stream;
+}
+
+int alloy__cuda_alloc_on(int device, void *stream, size_t size,
+			 unsigned flags, struct alloy_data_ptr *out)
+{
+	int prev_device = cur_device;
+	void *prev_stream = cur_stream;
+	int rc = alloy_cuda_set_device(device);
+
+	if (rc)
+		return rc;
+	cur_stream = stream;
+	rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, size, flags, out);
+	cur_stream = prev_stream;
+	cur_device = prev_device;
+	if (!rc)
+		out->device = (struct alloy_device){ ALLOY_DEVICE_CUDA,
+						     (int16_t)device };
+	return rc;
 }

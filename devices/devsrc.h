@@ -98,4 +98,15 @@ alloy__cuda_sim_source(struct alloy_cuda_sim *sim);
  * ask which device and stream the calling thread is on.
  */
 
+/*
+ * size bytes of the CUDA default on device, ordered on stream, with
+ * ALLOY_ALLOC_* flags: the calling thread's device and stream are set for
+ * the call and put back after it, and *out is labelled with the device.
+ * What alloy_alloc_default returns, or -ENODEV for a device out of range.
+ * For the CUDA context, SyncedMemory and the plain device pointers.
+ */
+__attribute__((visibility("hidden"))) int
+alloy__cuda_alloc_on(int device, void *stream, size_t size, unsigned flags,
+		     struct alloy_data_ptr *out);
+
 #endif /* ALLOY_DEVICES_DEVSRC_H */

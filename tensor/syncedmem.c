@@ -15,6 +15,7 @@
 #include <alloy/syncedmem.h>
 
 #include "core/internal.h"
+#include "devices/devsrc.h"
 
 struct alloy_syncedmem {
 	size_t size;
@@ -83,20 +84,11 @@ static int host_type(void)
 /* Allocate one side; device memory is on m's device. */
 static int alloc_side(struct alloy_syncedmem *m, bool gpu, unsigned flags)
 {
-	int prev, rc;
-
 	if (!gpu)
 		return alloy_alloc_default(host_type(), m->size, flags,
 					   &m->cpu);
-	prev = alloy_cuda_current_device();
-	rc = alloy_cuda_set_device(m->device);
-	if (!rc)
-		rc = alloy_alloc_default(ALLOY_DEVICE_CUDA, m->size, flags,
-					 &m->gpu);
-	alloy_cuda_set_device(prev);
-	if (!rc)
-		m->gpu.device = gpu_dev(m);
-	return rc;
+	return alloy__cuda_alloc_on(m->device, alloy_cuda_current_stream(),
+				    m->size, flags, &m->gpu);
 }
 
 /*
