@@ -146,6 +146,16 @@ static bool is_pow2(size_t x)
 }
 
 /*
+ * A power-of-two alignment raised to a pointer's, without a compare: 0
+ * (the configured alignment) wraps to 0 again.
+ */
+static inline __attribute__((always_inline)) size_t
+at_least_pointer(size_t align)
+{
+	return ((align - 1) | (sizeof(void *) - 1)) + 1;
+}
+
+/*
  * The largest block: 2^62 bytes.  With alignments up to ALLOY_ALIGN_MAX
  * (2^40) an allocator can round size up by align without passing
  * PTRDIFF_MAX.  size - 1 wraps for 0, so one test catches both ends.
@@ -359,6 +369,18 @@ int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
 }
 
 /*
+ * The fast path could not start: alloy__alloc_settle makes the whole
+ * call.  A function of its own, called last, so that the fast path keeps
+ * out in no callee-saved register (no push and pop a pair).
+ */
+static __attribute__((noinline, cold)) void *
+fast_refused(struct alloy_data_ptr *out)
+{
+	out->ctx = NULL;
+	return NULL;
+}
+
+/*
  * The arguments were checked by the caller (the inline wrapper).  Counts
  * first, then looks at a's state, as alloy_alloc does; a dying allocator
  * is uncounted and left to the slow path, which says so.
@@ -370,15 +392,13 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
 {
 	struct alloy__tls *t = alloy__tls_self;
 
-	if (unlikely(!t || alloy__slow_now(t) ||
-		     !alloy__count_on_live(t, a, size, true))) {
-		out->ctx = NULL;
-		return NULL;
-	}
+	if (unlikely(!t || alloy__slow_now(t)))
+		return fast_refused(out);
+	if (unlikely(!alloy__count_on_live(t, a, size, true)))
+		return fast_refused(out);
+	align = at_least_pointer(align);
 	if (!align)
 		align = (size_t)alloy__conf.align;
-	else if (align < sizeof(void *))
-		align = sizeof(void *);
 	describe(out, a, a->ops.device_type, size, align);
 	return a->ops.alloc(a->ctx, size, align, flags);
 }

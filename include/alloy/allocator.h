@@ -193,6 +193,21 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 		unsigned flags, struct alloy_data_ptr *out);
 
 /*
+ * The fast entries below are called from the inline wrappers in the
+ * caller's code: through its GOT, not a PLT stub, where the compiler can
+ * (one jump fewer a call from position-independent code; the symbol is
+ * then bound when the program loads, not at its first call).
+ */
+#if defined(__has_attribute)
+#if __has_attribute(noplt)
+#define ALLOY__NOPLT __attribute__((noplt))
+#endif
+#endif
+#ifndef ALLOY__NOPLT
+#define ALLOY__NOPLT
+#endif
+
+/*
  * The fast path of alloy_alloc for arguments known good (size 1 .. 2^62,
  * align 0 or a power of two up to ALLOY_ALIGN_MAX): not for direct use.
  * As alloy__alloc_default_fast (registry.h): fills *out but ptr and
@@ -202,8 +217,9 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
  * yet, the reporter on, a is being unregistered), the failure when the
  * allocator refused.  The parameters are in the order the alloc op takes.
  */
-void *alloy__alloc_fast(struct alloy_allocator *a, size_t size, size_t align,
-			unsigned flags, struct alloy_data_ptr *out);
+ALLOY__NOPLT void *alloy__alloc_fast(struct alloy_allocator *a, size_t size,
+				     size_t align, unsigned flags,
+				     struct alloy_data_ptr *out);
 int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
 			unsigned flags, struct alloy_data_ptr *out);
 

@@ -93,8 +93,9 @@ int alloy_alloc_default(int device_type, size_t size, unsigned flags,
  * allocator refused.  The parameters are in the order that leaves size
  * and flags where the allocator's alloc op takes them.
  */
-void *alloy__alloc_default_fast(size_t device_type, size_t size,
-				struct alloy_data_ptr *out, unsigned flags);
+ALLOY__NOPLT void *alloy__alloc_default_fast(size_t device_type, size_t size,
+					     struct alloy_data_ptr *out,
+					     unsigned flags);
 int alloy__alloc_default_settle(int device_type, size_t size, unsigned flags,
 				struct alloy_data_ptr *out);
 /* The fast path of liballoy 1.0's header: kept for what was built on it. */
