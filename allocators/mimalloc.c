@@ -128,7 +128,7 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 	bool zero = flags & ALLOY_ALLOC_ZERO;
 
 	(void)ctx;
-	if (mtcache_covers(size, align))
+	if (__builtin_expect(mtcache_covers(size, align), 1))
 		return mtcache_alloc(size, align, zero);
 	return alloc_other(size, align, zero);
 }
@@ -136,7 +136,7 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
-	if (mtcache_covers(size, align)) {
+	if (__builtin_expect(mtcache_covers(size, align), 1)) {
 		mtcache_free(ptr, size);
 		return;
 	}

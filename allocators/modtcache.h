@@ -89,8 +89,8 @@
  */
 static inline bool mtcache_covers(size_t size, size_t align)
 {
-	return size - MTCACHE_MIN <= MTCACHE_MAX - MTCACHE_MIN &&
-	       align <= MTCACHE_ALIGN;
+	return (size - MTCACHE_MIN <= MTCACHE_MAX - MTCACHE_MIN) &
+	       (align <= MTCACHE_ALIGN);
 }
 
 /*
@@ -145,28 +145,19 @@ extern MODCACHE_API struct freelink_key mtcache_link_key;
 
 /*
  * The list of each size in the range, from one table at the cost of a
- * load: up to 1 KiB by (size - 1) / 8, the classes there being 8 bytes
- * apart or more, and above by (size - 1) / 256, where they are 256 apart
- * or more.
+ * shift and a load: a row per 8 bytes (the classes are 8 bytes apart or
+ * more), 8 KiB for the range.  A table with coarser rows above 1 KiB
+ * would be 512 bytes, but picking the row then costs a compare and a
+ * jump or conditional move on both halves of every pair.
  */
-#define MTCACHE_FINE_LG	  3
-#define MTCACHE_COARSE_LG 8
-#define MTCACHE_FINE_END  1024
-#define MTCACHE_FINE_ROWS (MTCACHE_FINE_END >> MTCACHE_FINE_LG)
-#define MTCACHE_ROWS                                                    \
-	(MTCACHE_FINE_ROWS +                                            \
-	 ((MTCACHE_MAX - MTCACHE_FINE_END) >> MTCACHE_COARSE_LG))
+#define MTCACHE_ROW_LG 3
+#define MTCACHE_ROWS   (MTCACHE_MAX >> MTCACHE_ROW_LG)
 extern MODCACHE_API unsigned char mtcache_bin_of[MTCACHE_ROWS];
 
 /* The table's row for a size of the range. */
 static inline size_t mtcache_row(size_t size)
 {
-	size_t s = size - 1;
-
-	return s < MTCACHE_FINE_END
-		       ? s >> MTCACHE_FINE_LG
-		       : MTCACHE_FINE_ROWS +
-				 ((s - MTCACHE_FINE_END) >> MTCACHE_COARSE_LG);
+	return (size - 1) >> MTCACHE_ROW_LG;
 }
 
 /* The list of a request that mtcache_covers. */
