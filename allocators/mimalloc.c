@@ -112,10 +112,16 @@ static __attribute__((noinline)) void *large_alloc(size_t size, size_t align,
 	return p ? p : alloc_uncached(modcache_block_bytes(size), align, zero);
 }
 
-/* What the thread cache does not cover. */
-static __attribute__((noinline)) void *alloc_other(size_t size, size_t align,
-						   bool zero)
+/*
+ * What the thread cache does not cover.  Shaped as the alloc op, so that
+ * the op's jump here moves no argument.
+ */
+static __attribute__((noinline)) void *alloc_other(void *ctx, size_t size,
+						   size_t align, unsigned flags)
 {
+	bool zero = flags & ALLOY_ALLOC_ZERO;
+
+	(void)ctx;
 	if (size > modcache_min && modcache_covers(size, align))
 		return large_alloc(size, align, zero);
 	return alloc_uncached(size, align, zero);
@@ -125,26 +131,30 @@ static __attribute__((noinline)) void *alloc_other(size_t size, size_t align,
 static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 			    unsigned flags)
 {
-	bool zero = flags & ALLOY_ALLOC_ZERO;
-
-	(void)ctx;
 	if (__builtin_expect(mtcache_covers(size, align), 1))
-		return mtcache_alloc(size, align, zero);
-	return alloc_other(size, align, zero);
+		return mtcache_alloc(size, align, flags & ALLOY_ALLOC_ZERO);
+	return alloc_other(ctx, size, align, flags);
 }
 
-static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
+/* The frees the thread cache does not take, shaped as the free op. */
+static __attribute__((noinline)) void free_other(void *ctx, void *ptr,
+						 size_t size, size_t align)
 {
 	(void)ctx;
-	if (__builtin_expect(mtcache_covers(size, align), 1)) {
-		mtcache_free(ptr, size);
-		return;
-	}
 	if (size > modcache_min && modcache_covers(size, align)) {
 		modcache_free(ptr, size);
 		return;
 	}
 	mi_free(ptr);
+}
+
+static void mi_alloy_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	if (__builtin_expect(mtcache_covers(size, align), 1)) {
+		mtcache_free(ptr, size);
+		return;
+	}
+	free_other(ctx, ptr, size, align);
 }
 
 /*

@@ -86,8 +86,8 @@ static void *next_of(void *p, size_t b)
  * (head NULL) get a new block of the class; a head whose link failed its
  * check (head set) is handed out, and the list ends there.
  */
-void *mtcache_alloc_slow(struct mtcache *c, void *head, size_t b,
-			 size_t size, size_t align, bool zero)
+void *mtcache_alloc_slow(struct mtcache *c, size_t size, size_t align,
+			 bool zero, void *head, size_t b)
 {
 	if (!head)
 		return backend.make(bin_bytes(b), align, zero);

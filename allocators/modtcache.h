@@ -166,10 +166,14 @@ static inline size_t mtcache_bin(size_t size)
 	return mtcache_bin_of[mtcache_row(size)];
 }
 
-/* Out of line: a request the head of its list does not serve. */
-MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, void *head,
-				      size_t b, size_t size, size_t align,
-				      bool zero);
+/*
+ * Out of line: a request the head of its list does not serve.  size,
+ * align and zero come second to fourth, where a module's alloc op has
+ * them: the fast path moves fewer registers to hand over.
+ */
+MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, size_t size,
+				      size_t align, bool zero, void *head,
+				      size_t b);
 /* Out of line: a free the list has no room for, or the thread no cache. */
 MODCACHE_API void mtcache_free_slow(struct mtcache *c, void *ptr, size_t b);
 
@@ -188,10 +192,10 @@ static inline void *mtcache_alloc(size_t size, size_t align, bool zero)
 	if (__builtin_expect(!c || !(p = c->head[b]) ||
 				     ((uintptr_t)p & (align - 1)),
 			     0))
-		return mtcache_alloc_slow(c, NULL, b, size, align, zero);
+		return mtcache_alloc_slow(c, size, align, zero, NULL, b);
 	next = freelink_get(p, &mtcache_link_key);
 	if (__builtin_expect(!freelink_ok(next, MTCACHE_KEEP_ALIGN), 0))
-		return mtcache_alloc_slow(c, p, b, size, align, zero);
+		return mtcache_alloc_slow(c, size, align, zero, p, b);
 	c->head[b] = next;
 	c->count[b]--;
 	return zero ? memset(p, 0, size) : p;
