@@ -24,17 +24,29 @@
  * TLS costs a call into ld.so per lookup (_dl_tlsdesc_dynamic or
  * __tls_get_addr; 2 ns of a 9 ns pair).  Eight bytes a module fit in the
  * room glibc keeps for libraries dlopen'ed with such variables
- * (libmimalloc's and liballoy's are there too).  NULL until the first
+ * (libmimalloc's and liballoy's are there too).  UNBORN until the first
  * keep, RETIRED after the thread's exit handler (its last frees go to
- * the backend then).
+ * the backend then): two caches that keep nothing, never NULL, so that
+ * the inline paths need no test for a thread without a cache.  The
+ * initial value is a relocated pointer in the TLS image, which the
+ * dynamic linker relocates before it copies the image into the threads
+ * that exist when the module is loaded.
  */
+#define FULL_AND_EMPTY { .count = { [0 ... MTCACHE_BINS - 1] = UCHAR_MAX } }
+/* Full everywhere (no count is below a depth) and empty: keep nothing. */
+static const struct mtcache keeps_nothing[2] = { FULL_AND_EMPTY,
+						 FULL_AND_EMPTY };
+#define UNBORN	((struct mtcache *)&keeps_nothing[0])
+#define RETIRED ((struct mtcache *)&keeps_nothing[1])
+
 __thread struct mtcache *mtcache_self
-	__attribute__((tls_model("initial-exec")));
-/* Full everywhere (no count is below a depth) and empty: keeps nothing. */
-static const struct mtcache retired_cache = {
-	.count = { [0 ... MTCACHE_BINS - 1] = UCHAR_MAX },
-};
-#define RETIRED ((struct mtcache *)&retired_cache)
+	__attribute__((tls_model("initial-exec"))) = UNBORN;
+
+/* Whether c is a cache of the thread's own, not a sentinel. */
+static bool owned(const struct mtcache *c)
+{
+	return c != UNBORN && c != RETIRED;
+}
 
 unsigned char mtcache_bin_of[MTCACHE_ROWS];
 _Atomic unsigned char mtcache_depth[MTCACHE_BINS];
@@ -99,7 +111,7 @@ void *mtcache_alloc_slow(struct mtcache *c, size_t size, size_t align,
 
 static void flush(struct mtcache *c)
 {
-	if (!c || c == RETIRED)
+	if (!owned(c))
 		return;
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
 		for (void *p = c->head[b], *next; p; p = next) {
@@ -157,7 +169,7 @@ void mtcache_free_slow(struct mtcache *c, void *p, size_t b)
 					      memory_order_relaxed);
 
 	if ((uintptr_t)p % MTCACHE_KEEP_ALIGN == 0 && depth) {
-		if (!c)
+		if (c == UNBORN)
 			c = make_cache();
 		if (c && c->count[b] < depth) {
 			mtcache_push(c, p, b);
@@ -191,9 +203,9 @@ void mtcache_fini(void)
 {
 	struct mtcache *c = mtcache_self;
 
-	if (c && c != RETIRED)
+	if (owned(c))
 		retire(c);
-	mtcache_self = NULL;
+	mtcache_self = UNBORN;
 	if (atomic_exchange(&have_key, false))
 		pthread_key_delete(exit_key);
 }

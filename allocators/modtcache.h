@@ -14,9 +14,10 @@
  * lock (2,600-4,200).  Below 1 KiB mimalloc is quick until a free empties
  * its page, which then takes its retire path (88 instructions a free
  * against 26): a block made and freed over and over, as a tensor
- * runtime's small buffers are, pays that every time.  jemalloc's module
- * starts the cache above 1 KiB (allocators/jemalloc.c: below, its own
- * thread cache through malloc/free is as fast); mimalloc's from 33 bytes.
+ * runtime's small buffers are, pays that every time.  Below 1 KiB a pair
+ * through jemalloc's module and its table of flags cost more than a pop
+ * and a push: both modules start at 33 bytes (jemalloc's where the
+ * alignment asked is the class's own, allocators/jemalloc.c).
  *
  * One list per size class, four classes to a doubling
  * (allocators/quarterclass.h; the classes of both backends in this
@@ -65,8 +66,8 @@
 
 /*
  * The first doubling above 2^5 bytes, eleven of them: 33 B .. 64 KiB.  A
- * module may start using the cache higher (jemalloc's does above 1 KiB,
- * where its own thread cache is slower: see allocators/jemalloc.c).
+ * module may keep fewer of these sizes (jemalloc's keeps those below
+ * 1 KiB only at their class's own alignment: see allocators/jemalloc.c).
  */
 #define MTCACHE_LG_MIN	  5
 #define MTCACHE_DOUBLINGS 11
@@ -132,9 +133,9 @@ struct mtcache {
 };
 
 /*
- * The calling thread's cache: NULL before its first keep, a cache that
- * keeps nothing after its exit (allocators/modtcache.c says why only a
- * pointer, and why initial-exec).
+ * The calling thread's cache: before its first keep and after its exit,
+ * a cache that keeps nothing, never NULL (allocators/modtcache.c says
+ * why only a pointer, and why initial-exec).
  */
 extern MODCACHE_API __thread struct mtcache *mtcache_self
 	__attribute__((tls_model("initial-exec")));
@@ -189,7 +190,7 @@ static inline void *mtcache_alloc(size_t size, size_t align, bool zero)
 	struct mtcache *c = mtcache_self;
 	void *p, *next;
 
-	if (__builtin_expect(!c || !(p = c->head[b]) ||
+	if (__builtin_expect(!(p = c->head[b]) ||
 				     ((uintptr_t)p & (align - 1)),
 			     0))
 		return mtcache_alloc_slow(c, size, align, zero, NULL, b);
@@ -215,8 +216,7 @@ static inline void mtcache_free(void *ptr, size_t size)
 	size_t b = mtcache_bin(size);
 	struct mtcache *c = mtcache_self;
 
-	if (__builtin_expect(!c ||
-				     c->count[b] >=
+	if (__builtin_expect(c->count[b] >=
 					     atomic_load_explicit(
 						     &mtcache_depth[b],
 						     memory_order_relaxed) ||

@@ -15,6 +15,7 @@
 #ifndef ALLOY_TESTS_BACKENDUTIL_H
 #define ALLOY_TESTS_BACKENDUTIL_H
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -250,6 +251,57 @@ static inline void backend_check_no_thread_key(const char *module)
 		pthread_key_delete(keys[--n]);
 	ck_assert_int_eq(alloy_plugin_load(module), 0);
 	ck_assert_int_eq(alloy_plugin_unload(module), 0);
+}
+
+/*
+ * A thread that was running before the module was loaded: its pointer
+ * to its cache (initial-exec TLS, set to a cache that keeps nothing in
+ * the TLS image) was copied into it at the load, not at the thread's
+ * start, and the inline paths read it with no test for NULL.  The thread
+ * allocates through the module, its freed 64 B block serves its next
+ * request at a DataPtr's 64, and it exits with its cache given back.
+ */
+struct backend_early_thread {
+	pthread_barrier_t loaded;
+	struct alloy_allocator *a;
+	void *first, *again;
+};
+
+static inline void *backend_early_thread_main(void *arg)
+{
+	struct backend_early_thread *e = arg;
+	struct alloy_data_ptr dp;
+
+	pthread_barrier_wait(&e->loaded);
+	for (int i = 0; i < 2; i++) {
+		if (alloy_alloc(e->a, 64, 64, 0, &dp))
+			return NULL;
+		*(i ? &e->again : &e->first) = dp.ptr;
+		alloy_data_ptr_free(&dp);
+	}
+	return NULL;
+}
+
+static inline void backend_check_thread_before_load(const char *module,
+						    const char *conf,
+						    const char *name)
+{
+	struct backend_early_thread e = { 0 };
+	pthread_t t;
+
+	ck_assert_ptr_null(dlopen(module, RTLD_NOW | RTLD_NOLOAD));
+	ck_assert_int_eq(pthread_barrier_init(&e.loaded, NULL, 2), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, backend_early_thread_main,
+					&e),
+			 0);
+	test_set_conf(conf);
+	ck_assert_int_eq(alloy_init(), 0);
+	ck_assert_ptr_nonnull(e.a = alloy_find_allocator(name));
+	pthread_barrier_wait(&e.loaded);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	pthread_barrier_destroy(&e.loaded);
+	ck_assert_ptr_nonnull(e.first);
+	ck_assert_ptr_eq(e.again, e.first);
 }
 
 #endif /* ALLOY_TESTS_BACKENDUTIL_H */

@@ -423,6 +423,12 @@ START_TEST(written_after_free_is_not_handed_out)
 }
 END_TEST
 
+START_TEST(thread_before_load)
+{
+	backend_check_thread_before_load(MODULE, "cpu:mimalloc", "mimalloc");
+}
+END_TEST
+
 START_TEST(no_thread_key_is_reported)
 {
 	backend_check_no_thread_key(MODULE);
@@ -476,6 +482,7 @@ Suite *suite_mimalloc(void)
 	tcase_add_test(tc, thread_cache_small_alignment);
 	tcase_add_test(tc, thread_cache_free_after_exit_handler);
 	tcase_add_test(tc, no_thread_key_is_reported);
+	tcase_add_test(tc, thread_before_load);
 	tcase_add_test(tc, written_after_free_is_not_handed_out);
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_emptied_at_thread_exit);
