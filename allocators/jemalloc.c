@@ -34,10 +34,12 @@
  * The free passes the same flags as the allocation (the rule depends on
  * size and alignment only), which sdallocx needs to find the same class.
  *
- * Blocks of 1025 bytes to 64 KiB at alignments up to 64 go through the
- * module's per-thread cache (allocators/modtcache.h), larger ones through
- * its process-wide cache (allocators/modcache.h), both on the shared
- * arena only.
+ * Blocks of 33 bytes to 64 KiB at alignments up to 64 go through the
+ * module's per-thread cache (allocators/modtcache.h) - up to 1 KiB only
+ * where the alignment is the class's own (a DataPtr's 64 B at 64; the
+ * plain-pointer API's 16-aligned blocks stay with jemalloc's malloc
+ * there) - and larger ones through its process-wide cache
+ * (allocators/modcache.h), both on the shared arena only.
  *
  * Option jemalloc.arena:dedicated gives alloy an arena of its own, so that
  * what the stats report is alloy's memory alone even in a process whose
@@ -65,11 +67,11 @@
 /* Sizes up to this have their natural alignment in the table. */
 #define TABLE_MAX 1024
 /*
- * The module's thread cache is used above the table (below, jemalloc's
- * own is as fast): one test for both.
+ * Plain-pointer requests go to jemalloc's own malloc up to the table's
+ * end (where its thread cache is as fast as the module's); the module's
+ * thread cache takes them above.
  */
-#define CACHED_MIN (TABLE_MAX + 1)
-_Static_assert(MTCACHE_MIN < CACHED_MIN, "the thread cache has these sizes");
+#define PLAIN_MAX TABLE_MAX
 /* What every size above TABLE_MAX is aligned to with flags 0. */
 #define ABOVE_TABLE_NATURAL 64
 
@@ -86,15 +88,17 @@ struct je_state {
 	 */
 	size_t plain_align;
 	/*
-	 * The second: sizes 9 .. 8 + plain_span, up to where the thread cache
-	 * starts; 0 (no fast path) on a dedicated arena or without jemalloc's
-	 * own malloc.  Set with flags, by set_flags().
+	 * The second: sizes 9 .. PLAIN_MAX; 0 (no fast path) on a dedicated
+	 * arena or without jemalloc's own malloc.  Set with flags, by
+	 * set_flags().
 	 */
 	size_t plain_span;
 	/*
-	 * Whether jemalloc's classes are the thread cache's lists from 1 KiB
-	 * to 64 KiB (so any block it made there holds its list's bytes, a
-	 * realloc'ed one too), checked at init.
+	 * Whether every size of each of the thread cache's lists (33 bytes
+	 * to 64 KiB) is in one class of jemalloc's, at least the list's
+	 * bytes (so any block it made there holds them, a realloc'ed one
+	 * too, and a sized free of any of them names its class), checked at
+	 * init.
 	 */
 	bool classes_are_lists;
 	/* The thread cache is used: on the shared arena, the classes right. */
@@ -188,11 +192,18 @@ static void release_cached(void *ptr, size_t bytes)
 
 static bool classes_are_lists(void)
 {
-	/* Each class's least size must be jemalloc's class of the same bytes. */
-	for (size_t least = CACHED_MIN; least <= MTCACHE_MAX;
-	     least = mtcache_block_bytes(least) + 1)
-		if (nallocx(least, 0) != mtcache_block_bytes(least))
+	/*
+	 * Above 1 KiB jemalloc's classes are the lists' own; below, a list
+	 * may sit inside a larger class (33-40 and 41-48 are both in 48).
+	 */
+	for (size_t least = MTCACHE_MIN; least <= MTCACHE_MAX;
+	     least = mtcache_block_bytes(least) + 1) {
+		size_t bytes = mtcache_block_bytes(least);
+
+		if (nallocx(least, 0) != nallocx(bytes, 0) ||
+		    nallocx(bytes, 0) < bytes)
 			return false;
+	}
 	return true;
 }
 
@@ -219,7 +230,7 @@ static void init_large_cache(void)
 static void set_flags(struct je_state *s, int flags)
 {
 	s->flags = flags;
-	s->plain_span = flags || !own.malloc ? 0 : CACHED_MIN - 9;
+	s->plain_span = flags || !own.malloc ? 0 : PLAIN_MAX + 1 - 9;
 	s->thread_cache = !flags && s->classes_are_lists;
 }
 
@@ -296,12 +307,17 @@ static void *make_cached(size_t bytes, size_t align, bool zero)
 			   zero ? ALLOY_ALLOC_ZERO : 0);
 }
 
-/* Whether a block of size at align is the thread cache's. */
+/*
+ * Whether a block of size at align is the thread cache's.  Up to 1 KiB
+ * only where the alignment is the class's own: every block a list holds
+ * was then made with flags 0, in the list's class (an aligned request
+ * can land in a larger one).
+ */
 static inline bool thread_kind(const struct je_state *s, size_t size,
 			       size_t align)
 {
-	return s->thread_cache && size >= CACHED_MIN &&
-	       mtcache_covers(size, align);
+	return s->thread_cache && mtcache_covers(size, align) &&
+	       (size > TABLE_MAX || align <= s->natural[(size + 7) >> 3]);
 }
 
 /*
@@ -332,13 +348,10 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	if (plain_block(s, size, align))
 		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
 						: own.malloc(size);
-	if (size > TABLE_MAX) {
-		if (thread_kind(s, size, align))
-			return mtcache_alloc(size, align,
-					     flags & ALLOY_ALLOC_ZERO);
-		if (large_kind(s, size, align))
-			return large_alloc(s, size, align, flags);
-	}
+	if (thread_kind(s, size, align))
+		return mtcache_alloc(size, align, flags & ALLOY_ALLOC_ZERO);
+	if (large_kind(s, size, align))
+		return large_alloc(s, size, align, flags);
 	return alloc_flags(s, size, align, flags);
 }
 
@@ -351,15 +364,13 @@ static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 		own.free(ptr);
 		return;
 	}
-	if (size > TABLE_MAX) {
-		if (thread_kind(s, size, align)) {
-			mtcache_free(ptr, size);
-			return;
-		}
-		if (large_kind(s, size, align)) {
-			modcache_free(ptr, size);
-			return;
-		}
+	if (thread_kind(s, size, align)) {
+		mtcache_free(ptr, size);
+		return;
+	}
+	if (large_kind(s, size, align)) {
+		modcache_free(ptr, size);
+		return;
 	}
 	size = size ? size : 1;
 	f = align_flags(s, size, align) | s->flags;

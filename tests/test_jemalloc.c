@@ -353,6 +353,45 @@ START_TEST(written_after_free_is_not_handed_out)
 }
 END_TEST
 
+/*
+ * Below 1 KiB the module's thread cache keeps a DataPtr's block where
+ * jemalloc's class is aligned as asked (64 B at 64): kept, it serves the
+ * next request of its list, zeroed when asked; where the class is not
+ * (80 B at 64: a flag, another class) nothing is kept.
+ */
+START_TEST(small_blocks_in_the_thread_cache)
+{
+	struct alloy_allocator *a = jemalloc_default("cpu:jemalloc");
+	struct alloy_data_ptr dp;
+	long long base;
+	void *first;
+
+	backend_make_thread_cache(a);
+	base = jemalloc_held();
+	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp));
+	first = dp.ptr;
+	memset(first, 0xa5, 64);
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_eq(jemalloc_held() - base, 64);
+	ck_assert_ok(alloy_alloc(a, 57, 64, ALLOY_ALLOC_ZERO, &dp));
+	ck_assert_ptr_eq(dp.ptr, first);
+	ck_assert(backend_all_zero(dp.ptr, 57));
+	alloy_data_ptr_free(&dp);
+	ck_assert_ok(alloy_alloc(a, 80, 64, 0, &dp));
+	ck_assert_uint_eq((uintptr_t)dp.ptr % 64, 0);
+	alloy_data_ptr_free(&dp);
+	ck_assert_int_eq(jemalloc_held() - base, 64);
+	ck_assert_int_ge(alloy_allocator_trim(a), 0);
+	ck_assert_int_eq(jemalloc_held(), base);
+}
+END_TEST
+
+START_TEST(thread_before_load)
+{
+	backend_check_thread_before_load(MODULE, "cpu:jemalloc", "jemalloc");
+}
+END_TEST
+
 START_TEST(no_thread_key_is_reported)
 {
 	backend_check_no_thread_key(MODULE);
@@ -388,6 +427,8 @@ Suite *suite_jemalloc(void)
 	tcase_add_test(tc, large_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, thread_cache_reuse_depth_and_trim);
 	tcase_add_test(tc, no_thread_key_is_reported);
+	tcase_add_test(tc, thread_before_load);
+	tcase_add_test(tc, small_blocks_in_the_thread_cache);
 	tcase_add_test(tc, written_after_free_is_not_handed_out);
 	tcase_add_test(tc, bad_option_is_reported);
 	suite_add_tcase(s, tc);
