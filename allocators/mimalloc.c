@@ -113,11 +113,25 @@ static __attribute__((noinline)) void *large_alloc(size_t size, size_t align,
 }
 
 /*
- * What the thread cache does not cover.  Shaped as the alloc op, so that
- * the op's jump here moves no argument.
+ * The ops' paths for what the thread cache does not take are shaped as
+ * the ops themselves, so that the ops' jumps to them move no argument.
+ * noipa: gcc would otherwise drop the unused ctx from a private copy
+ * (shifting every argument down a register) and the ops would then
+ * shuffle their registers before the cache's path too (4 instructions a
+ * pair).
  */
-static __attribute__((noinline)) void *alloc_other(void *ctx, size_t size,
-						   size_t align, unsigned flags)
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define OTHER_PATH static __attribute__((noinline, noipa))
+#endif
+#endif
+#ifndef OTHER_PATH
+#define OTHER_PATH static __attribute__((noinline))
+#endif
+
+/* What the thread cache does not cover. */
+OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
+			     unsigned flags)
 {
 	bool zero = flags & ALLOY_ALLOC_ZERO;
 
@@ -136,9 +150,8 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 	return alloc_other(ctx, size, align, flags);
 }
 
-/* The frees the thread cache does not take, shaped as the free op. */
-static __attribute__((noinline)) void free_other(void *ctx, void *ptr,
-						 size_t size, size_t align)
+/* The frees the thread cache does not take. */
+OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
 	if (size > modcache_min && modcache_covers(size, align)) {
