@@ -341,6 +341,31 @@ large_alloc(struct je_state *s, size_t size, size_t align, unsigned flags)
 		 : alloc_flags(s, modcache_block_bytes(size), align, flags);
 }
 
+/*
+ * The ops' paths past the two fast ones (jemalloc's own malloc, the
+ * thread cache) are shaped as the ops themselves, so that the ops' jumps
+ * to them move no argument; noipa keeps gcc from making copies with
+ * other registers (allocators/mimalloc.c says the same).
+ */
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define OTHER_PATH static __attribute__((noinline, noipa))
+#endif
+#endif
+#ifndef OTHER_PATH
+#define OTHER_PATH static __attribute__((noinline))
+#endif
+
+OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
+			     unsigned flags)
+{
+	struct je_state *s = ctx;
+
+	if (large_kind(s, size, align))
+		return large_alloc(s, size, align, flags);
+	return alloc_flags(s, size, align, flags);
+}
+
 static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	struct je_state *s = ctx;
@@ -348,26 +373,16 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	if (plain_block(s, size, align))
 		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
 						: own.malloc(size);
-	if (thread_kind(s, size, align))
+	if (__builtin_expect(thread_kind(s, size, align), 1))
 		return mtcache_alloc(size, align, flags & ALLOY_ALLOC_ZERO);
-	if (large_kind(s, size, align))
-		return large_alloc(s, size, align, flags);
-	return alloc_flags(s, size, align, flags);
+	return alloc_other(ctx, size, align, flags);
 }
 
-static void je_free(void *ctx, void *ptr, size_t size, size_t align)
+OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct je_state *s = ctx;
 	int f;
 
-	if (plain_block(s, size, align)) {
-		own.free(ptr);
-		return;
-	}
-	if (thread_kind(s, size, align)) {
-		mtcache_free(ptr, size);
-		return;
-	}
 	if (large_kind(s, size, align)) {
 		modcache_free(ptr, size);
 		return;
@@ -378,6 +393,21 @@ static void je_free(void *ctx, void *ptr, size_t size, size_t align)
 		own.free(ptr);
 	else
 		sdallocx(ptr, size, f);
+}
+
+static void je_free(void *ctx, void *ptr, size_t size, size_t align)
+{
+	struct je_state *s = ctx;
+
+	if (plain_block(s, size, align)) {
+		own.free(ptr);
+		return;
+	}
+	if (__builtin_expect(thread_kind(s, size, align), 1)) {
+		mtcache_free(ptr, size);
+		return;
+	}
+	free_other(ctx, ptr, size, align);
 }
 
 /* The new block gets the flags its free will pass (see align_flags). */
