@@ -374,7 +374,7 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 		return flags & ALLOY_ALLOC_ZERO ? own.calloc(1, size)
 						: own.malloc(size);
 	if (__builtin_expect(thread_kind(s, size, align), 1))
-		return mtcache_alloc(size, align, flags & ALLOY_ALLOC_ZERO);
+		return mtcache_alloc(size, align, flags);
 	return alloc_other(ctx, size, align, flags);
 }
 

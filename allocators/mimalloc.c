@@ -146,7 +146,7 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 			    unsigned flags)
 {
 	if (__builtin_expect(mtcache_covers(size, align), 1))
-		return mtcache_alloc(size, align, flags & ALLOY_ALLOC_ZERO);
+		return mtcache_alloc(size, align, flags);
 	return alloc_other(ctx, size, align, flags);
 }
 

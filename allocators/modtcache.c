@@ -99,8 +99,10 @@ static void *next_of(void *p, size_t b)
  * check (head set) is handed out, and the list ends there.
  */
 void *mtcache_alloc_slow(struct mtcache *c, size_t size, size_t align,
-			 bool zero, void *head, size_t b)
+			 unsigned flags, void *head, size_t b)
 {
+	bool zero = flags & ALLOY_ALLOC_ZERO;
+
 	if (!head)
 		return backend.make(bin_bytes(b), align, zero);
 	bad_link(head, b);

@@ -59,6 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <alloy/allocator.h>
 
 #include "allocators/freelink.h"
 #include "allocators/modcache.h"
@@ -169,22 +170,22 @@ static inline size_t mtcache_bin(size_t size)
 
 /*
  * Out of line: a request the head of its list does not serve.  size,
- * align and zero come second to fourth, where a module's alloc op has
+ * align and flags come second to fourth, where a module's alloc op has
  * them: the fast path moves fewer registers to hand over.
  */
 MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, size_t size,
-				      size_t align, bool zero, void *head,
-				      size_t b);
+				      size_t align, unsigned flags,
+				      void *head, size_t b);
 /* Out of line: a free the list has no room for, or the thread no cache. */
 MODCACHE_API void mtcache_free_slow(struct mtcache *c, void *ptr, size_t b);
 
 /*
- * A block for a covered request: the head of its list if there is one
- * and it has the alignment asked (blocks below 1 KiB have their class's,
- * which may be 16), else a new one of the class, which joins the list
- * when freed.
+ * A block for a covered request (flags: the alloc op's, ALLOY_ALLOC_*):
+ * the head of its list if there is one and it has the alignment asked
+ * (blocks below 1 KiB have their class's, which may be 16), else a new
+ * one of the class, which joins the list when freed.
  */
-static inline void *mtcache_alloc(size_t size, size_t align, bool zero)
+static inline void *mtcache_alloc(size_t size, size_t align, unsigned flags)
 {
 	size_t b = mtcache_bin(size);
 	struct mtcache *c = mtcache_self;
@@ -193,13 +194,13 @@ static inline void *mtcache_alloc(size_t size, size_t align, bool zero)
 	if (__builtin_expect(!(p = c->head[b]) ||
 				     ((uintptr_t)p & (align - 1)),
 			     0))
-		return mtcache_alloc_slow(c, size, align, zero, NULL, b);
+		return mtcache_alloc_slow(c, size, align, flags, NULL, b);
 	next = freelink_get(p, &mtcache_link_key);
 	if (__builtin_expect(!freelink_ok(next, MTCACHE_KEEP_ALIGN), 0))
-		return mtcache_alloc_slow(c, size, align, zero, p, b);
+		return mtcache_alloc_slow(c, size, align, flags, p, b);
 	c->head[b] = next;
 	c->count[b]--;
-	return zero ? memset(p, 0, size) : p;
+	return flags & ALLOY_ALLOC_ZERO ? memset(p, 0, size) : p;
 }
 
 /* Put p at the head of list b of c, which has room for it. */
