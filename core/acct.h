@@ -86,8 +86,7 @@ alloy__count_on_live(struct alloy__tls *t, struct alloy_allocator *a,
 	alloy__count_add(&c[ALLOY__C_ALLOCS], 1);
 	alloy__count_add(&c[ALLOY__C_BYTES], (int64_t)size);
 	alloy__window_close_clear_mark(t);
-	if (likely(atomic_load_explicit(&a->state, memory_order_relaxed) ==
-		   ALLOC_LIVE))
+	if (likely(alloy__state_live(&a->state)))
 		return true;
 	alloy__uncount_alloc(a, size);
 	return false;
