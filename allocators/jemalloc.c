@@ -341,22 +341,8 @@ large_alloc(struct je_state *s, size_t size, size_t align, unsigned flags)
 		 : alloc_flags(s, modcache_block_bytes(size), align, flags);
 }
 
-/*
- * The ops' paths past the two fast ones (jemalloc's own malloc, the
- * thread cache) are shaped as the ops themselves, so that the ops' jumps
- * to them move no argument; noipa keeps gcc from making copies with
- * other registers (allocators/mimalloc.c says the same).
- */
-#if defined(__has_attribute)
-#if __has_attribute(noipa)
-#define OTHER_PATH static __attribute__((noinline, noipa))
-#endif
-#endif
-#ifndef OTHER_PATH
-#define OTHER_PATH static __attribute__((noinline))
-#endif
-
-OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
+/* Past the two fast paths, jemalloc's own malloc and the thread cache. */
+MTCACHE_OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
 			     unsigned flags)
 {
 	struct je_state *s = ctx;
@@ -378,7 +364,7 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	return alloc_other(ctx, size, align, flags);
 }
 
-OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
+MTCACHE_OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
 {
 	struct je_state *s = ctx;
 	int f;

@@ -112,25 +112,8 @@ static __attribute__((noinline)) void *large_alloc(size_t size, size_t align,
 	return p ? p : alloc_uncached(modcache_block_bytes(size), align, zero);
 }
 
-/*
- * The ops' paths for what the thread cache does not take are shaped as
- * the ops themselves, so that the ops' jumps to them move no argument.
- * noipa: gcc would otherwise drop the unused ctx from a private copy
- * (shifting every argument down a register) and the ops would then
- * shuffle their registers before the cache's path too (4 instructions a
- * pair).
- */
-#if defined(__has_attribute)
-#if __has_attribute(noipa)
-#define OTHER_PATH static __attribute__((noinline, noipa))
-#endif
-#endif
-#ifndef OTHER_PATH
-#define OTHER_PATH static __attribute__((noinline))
-#endif
-
-/* What the thread cache does not cover. */
-OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
+/* What the thread cache does not cover (see MTCACHE_OTHER_PATH). */
+MTCACHE_OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
 			     unsigned flags)
 {
 	bool zero = flags & ALLOY_ALLOC_ZERO;
@@ -151,7 +134,7 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 }
 
 /* The frees the thread cache does not take. */
-OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
+MTCACHE_OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
 {
 	(void)ctx;
 	if (size > modcache_min && modcache_covers(size, align)) {
