@@ -9,8 +9,9 @@
  * after the host has waited for those streams (the source has no
  * cross-stream wait; correctness first, and record_stream is rare).
  * realloc stays on the block's device and stream, as cuda_caching's.
+ * The blocks' records come from a pool under the map's lock
+ * (allocators/ptrmap.h): no malloc or free of ours in a pair.
  */
-#include <stdlib.h>
 
 #include "core/internal.h"
 #include "allocators/cuda.h"
@@ -25,17 +26,35 @@ struct async_block {
 };
 
 struct cua {
-	struct alloy__cuda_base b;   /* lock, src, ops, name */
-	struct alloy__ptrmap blocks; /* address -> struct async_block */
+	struct alloy__cuda_base b;     /* lock, src, ops, name */
+	struct alloy__ptrmap blocks;   /* address -> struct async_block */
+	struct alloy__recpool records; /* of blocks freed */
 };
+
+/* File a new block's record under its address; 0 or -ENOMEM. */
+static int keep(struct cua *ca, void *p, int device, void *stream)
+{
+	struct async_block *blk;
+	int rc = -ENOMEM;
+
+	pthread_mutex_lock(&ca->b.lock);
+	blk = alloy__recpool_take(&ca->records, sizeof(*blk));
+	if (blk) {
+		*blk = (struct async_block){ .stream = stream,
+					     .device = device };
+		rc = alloy__ptrmap_put(&ca->blocks, p, blk);
+		if (rc)
+			alloy__recpool_give(&ca->records, blk);
+	}
+	pthread_mutex_unlock(&ca->b.lock);
+	return rc;
+}
 
 static void *alloc_on(void *ctx, int device, size_t size, size_t align,
 		      unsigned flags, void *stream)
 {
 	struct cua *ca = ctx;
-	struct async_block *blk;
 	void *p;
-	int rc;
 
 	if (unlikely(align > ASYNC_ALIGN)) {
 		alloy__error(
@@ -44,27 +63,13 @@ static void *alloc_on(void *ctx, int device, size_t size, size_t align,
 			align, ASYNC_ALIGN);
 		return NULL;
 	}
-	blk = calloc(1, sizeof(*blk));
-	if (!blk) {
-		alloy__error(-ENOMEM, ca->b.name,
-			     "no memory for a block record");
-		return NULL;
-	}
 	if (ca->b.src.ops->dev_malloc_async(ca->b.src.ctx, device, size, stream,
-					    &p)) {
-		free(blk);
+					    &p))
 		return NULL;
-	}
-	blk->stream = stream;
-	blk->device = device;
-	pthread_mutex_lock(&ca->b.lock);
-	rc = alloy__ptrmap_put(&ca->blocks, p, blk);
-	pthread_mutex_unlock(&ca->b.lock);
-	if (rc) {
+	if (keep(ca, p, device, stream)) {
 		ca->b.src.ops->dev_free_async(ca->b.src.ctx, device, p, stream);
-		free(blk);
 		alloy__error(-ENOMEM, ca->b.name,
-			     "no memory for the block map");
+			     "no memory for the block's record");
 		return NULL;
 	}
 	if (flags & ALLOY_ALLOC_ZERO)
@@ -90,26 +95,29 @@ static void async_free_async(void *ctx, void *ptr, size_t size, size_t align,
 			     void *stream)
 {
 	struct cua *ca = ctx;
-	struct async_block *blk;
+	struct async_block *r, blk;
 
 	pthread_mutex_lock(&ca->b.lock);
-	blk = alloy__ptrmap_take(&ca->blocks, ptr);
+	r = alloy__ptrmap_take(&ca->blocks, ptr);
+	if (r) {
+		blk = *r;
+		alloy__recpool_give(&ca->records, r);
+	}
 	pthread_mutex_unlock(&ca->b.lock);
-	if (!blk) {
+	if (!r) {
 		alloy__error(-EINVAL, ca->b.name,
 			     "%p was not allocated here (double free?)", ptr);
 		return;
 	}
 	/* Work on other streams that used it must be done first. */
-	if (stream && stream != blk->stream)
+	if (stream && stream != blk.stream)
 		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, stream);
-	for (size_t i = 0; i < blk->uses.n; i++)
+	for (size_t i = 0; i < blk.uses.n; i++)
 		ca->b.src.ops->stream_synchronize(ca->b.src.ctx,
-						  blk->uses.v[i]);
-	ca->b.src.ops->dev_free_async(ca->b.src.ctx, blk->device, ptr,
-				      blk->stream);
-	alloy__ptrvec_free(&blk->uses);
-	free(blk);
+						  blk.uses.v[i]);
+	ca->b.src.ops->dev_free_async(ca->b.src.ctx, blk.device, ptr,
+				      blk.stream);
+	alloy__ptrvec_free(&blk.uses);
 }
 
 static void async_free(void *ctx, void *ptr, size_t size, size_t align)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/ptrmap.h - a map from block address to its record, and a
- * growable vector of pointers (streams a block was used on, spare events).
+ * allocators/ptrmap.h - a map from block address to its record, a pool
+ * of such records, and a growable vector of pointers (streams a block
+ * was used on, spare events).
  *
  * Open addressing with linear probing and backward-shift deletion, so a
  * lookup touches one or two cache lines and a delete leaves no tombstones
@@ -13,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/internal.h"
 
@@ -36,6 +38,34 @@ ALLOY_HIDDEN void *alloy__ptrmap_take(struct alloy__ptrmap *m, const void *key);
 ALLOY_HIDDEN void *alloy__ptrmap_get(const struct alloy__ptrmap *m,
 				     const void *key);
 ALLOY_HIDDEN void alloy__ptrmap_free(struct alloy__ptrmap *m);
+
+/*
+ * Records that a map's values point to, kept when their entry goes and
+ * handed out again: a malloc and a free a block saved.  Under the map's
+ * lock, as the map.  Never given back: at most one record per entry live
+ * at the busiest moment stays allocated.
+ */
+struct alloy__recpool {
+	void *spare; /* records given back, linked through their first word */
+};
+
+/* A record of size bytes (a pointer's at least), contents unset; or NULL. */
+static inline void *alloy__recpool_take(struct alloy__recpool *pool,
+					size_t size)
+{
+	void *r = pool->spare;
+
+	if (!r)
+		return malloc(size);
+	pool->spare = *(void **)r;
+	return r;
+}
+
+static inline void alloy__recpool_give(struct alloy__recpool *pool, void *r)
+{
+	*(void **)r = pool->spare;
+	pool->spare = r;
+}
 
 struct alloy__ptrvec {
 	void **v;
