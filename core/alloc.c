@@ -332,10 +332,10 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_default_fast(size_t device_type,
 						   struct alloy_data_ptr *out,
 						   unsigned flags)
 {
-	struct alloy__tls *t = alloy__tls_self;
+	struct alloy__tls *t = alloy__tls_fast;
 	struct alloy_allocator *a;
 
-	if (unlikely(!t || alloy__slow_now(t))) {
+	if (unlikely(alloy__slow_now(t))) {
 		out->ctx = NULL;
 		return NULL;
 	}
@@ -390,9 +390,9 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
 					   unsigned flags,
 					   struct alloy_data_ptr *out)
 {
-	struct alloy__tls *t = alloy__tls_self;
+	struct alloy__tls *t = alloy__tls_fast;
 
-	if (unlikely(!t || alloy__slow_now(t)))
+	if (unlikely(alloy__slow_now(t)))
 		return fast_refused(out);
 	if (unlikely(!alloy__count_on_live(t, a, size, true)))
 		return fast_refused(out);

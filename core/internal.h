@@ -149,6 +149,16 @@ struct alloy__tls {
 
 extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
+/*
+ * The allocation fast paths' view of the same record: alloy__tls_self
+ * where the thread has one, else (before its first allocation, after its
+ * exit) a record that is never written, whose slow flag has
+ * ALLOY__SLOW_NO_RECORD set.  The fast paths test one word for both
+ * cases, and leave before they write anything.  Everything else reads
+ * alloy__tls_self, NULL where there is no record.
+ */
+extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_fast
+	__attribute__((tls_model("initial-exec")));
 extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
 
 /*
@@ -168,7 +178,7 @@ extern ALLOY_HIDDEN size_t (*alloy__tls_cache_retire)(void *cache,
  * fast path tests it once: the allocation side must fence for itself (no
  * membarrier), or the reporter's hooks are installed.  Both are rare.
  */
-enum { ALLOY__SLOW_FENCE = 1, ALLOY__SLOW_HOOKS = 2 };
+enum { ALLOY__SLOW_FENCE = 1, ALLOY__SLOW_HOOKS = 2, ALLOY__SLOW_NO_RECORD = 4 };
 extern ALLOY_HIDDEN _Atomic unsigned alloy__slow_mask;
 
 /*

@@ -298,10 +298,10 @@ static inline __attribute__((always_inline)) void *
 plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 	    const char *func)
 {
-	struct alloy__tls *t = alloy__tls_self;
+	struct alloy__tls *t = alloy__tls_fast;
 	struct alloy_allocator *a;
 
-	if (unlikely(!t || size > PLAIN_SIZE_MAX ||
+	if (unlikely(size > PLAIN_SIZE_MAX ||
 		     (atomic_load_explicit(&t->slow, memory_order_relaxed) &
 		      ~(unsigned)ALLOY__SLOW_HOOKS)))
 		return plain_slow(device_type, size, align, flags, func);

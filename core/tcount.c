@@ -22,6 +22,16 @@
 
 __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
+/*
+ * The record of a thread without one, for the fast paths: slow, never
+ * written.  alloy__tls_fast starts on it (an address in the TLS image,
+ * which the dynamic linker relocates before it copies the image into
+ * the threads that exist when liballoy is loaded).
+ */
+static const struct alloy__tls no_record = { .slow = ALLOY__SLOW_NO_RECORD };
+#define NO_RECORD ((struct alloy__tls *)&no_record)
+__thread struct alloy__tls *alloy__tls_fast
+	__attribute__((tls_model("initial-exec"))) = NO_RECORD;
 /* Set once this thread's record was given back at its exit. */
 static __thread bool tls_gone __attribute__((tls_model("initial-exec")));
 atomic_bool alloy__need_fence = true;
@@ -117,6 +127,7 @@ static void tls_destroy(void *arg)
 	retire_locked(t, true);
 	pthread_mutex_unlock(&tls_lock);
 	alloy__tls_self = NULL;
+	alloy__tls_fast = NO_RECORD;
 	tls_gone = true;
 }
 
@@ -168,6 +179,7 @@ struct alloy__tls *alloy__tls_create(void)
 	 * finds this record instead of making another.
 	 */
 	alloy__tls_self = t;
+	alloy__tls_fast = t;
 	pthread_setspecific(tls_key, t);
 	return t;
 }

@@ -110,4 +110,17 @@ else
 	done
 fi
 
+# liballoy loaded after threads started: its fast paths' thread-local
+# pointer starts on "no record", copied into the running threads at the
+# load (tests/late_alloy.c).
+if ldd "$top/.libs/liballoy.so" 2>/dev/null | grep -q libasan; then
+	echo "skipped: liballoy loaded late (an ASan liballoy cannot be loaded late)"
+else
+	rc=0
+	"$top/tests/late_alloy" "$top/.libs/liballoy.so" >"$out" 2>"$err" ||
+		rc=$?
+	check "threads running before liballoy's load allocate through it" \
+		'[ $rc -eq 0 ] && grep -q "threads that predate" "$out"'
+fi
+
 clitest_done test_modules
