@@ -177,6 +177,8 @@ extern ALLOY_HIDDEN size_t (*alloy__tls_cache_retire)(void *cache,
  * What sends an allocation off the fast path, in one word so that the
  * fast path tests it once: the allocation side must fence for itself (no
  * membarrier), or the reporter's hooks are installed.  Both are rare.
+ * NO_RECORD is set only in the record that alloy__tls_fast names for a
+ * thread without one (core/tcount.c), never in the mask.
  */
 enum { ALLOY__SLOW_FENCE = 1, ALLOY__SLOW_HOOKS = 2, ALLOY__SLOW_NO_RECORD = 4 };
 extern ALLOY_HIDDEN _Atomic unsigned alloy__slow_mask;
