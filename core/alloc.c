@@ -140,19 +140,17 @@ static void reported_deleter(struct alloy_data_ptr *dp)
 	allocator_deleter(dp);
 }
 
-static bool is_pow2(size_t x)
-{
-	return x && !(x & (x - 1));
-}
-
 /*
- * A power-of-two alignment raised to a pointer's, without a compare: 0
- * (the configured alignment) wraps to 0 again.
+ * The alignment a valid request (0 or a power of two up to
+ * ALLOY_ALIGN_MAX) gets: 0 is the configured one, others at least a
+ * pointer's.  Raised without a compare: 0 wraps to 0 again, which the
+ * conditional move that follows replaces.
  */
 static inline __attribute__((always_inline)) size_t
-at_least_pointer(size_t align)
+effective_align(size_t align)
 {
-	return ((align - 1) | (sizeof(void *) - 1)) + 1;
+	align = ((align - 1) | (sizeof(void *) - 1)) + 1;
+	return align ? align : (size_t)alloy__conf.align;
 }
 
 /*
@@ -396,9 +394,7 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
 		return fast_refused(out);
 	if (unlikely(!alloy__count_on_live(t, a, size, true)))
 		return fast_refused(out);
-	align = at_least_pointer(align);
-	if (!align)
-		align = (size_t)alloy__conf.align;
+	align = effective_align(align);
 	describe(out, a, a->ops.device_type, size, align);
 	return a->ops.alloc(a->ctx, size, align, flags);
 }
@@ -424,21 +420,20 @@ int(alloy_alloc)(struct alloy_allocator *a, size_t size, size_t align,
 		return alloy__error(-EINVAL, __func__, "allocator is NULL");
 	}
 	alloy__ensure_init();
-	if (align == 0) {
-		align = (size_t)alloy__conf.align;
-	} else if (unlikely(!is_pow2(align))) {
+	/* 0 passes: it asks for the configured alignment. */
+	if (unlikely(align & (align - 1))) {
 		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(-EINVAL, __func__,
 				    "alignment %zu is not a power of two",
 				    align);
-	} else if (unlikely(align > ALLOY_ALIGN_MAX)) {
+	}
+	if (unlikely(align > ALLOY_ALIGN_MAX)) {
 		*out = ALLOY_DATA_PTR_INIT;
 		return alloy__error(-EINVAL, __func__,
 				    "alignment %zu is larger than %zu", align,
 				    ALLOY_ALIGN_MAX);
-	} else if (align < sizeof(void *)) {
-		align = sizeof(void *);
 	}
+	align = effective_align(align);
 	if (unlikely(size_unusual(size)))
 		return size_refused(__func__, a->ops.device_type, size, align,
 				    out);
