@@ -48,8 +48,7 @@ static bool owned(const struct mtcache *c)
 	return c != UNBORN && c != RETIRED;
 }
 
-unsigned char mtcache_bin_of[MTCACHE_ROWS];
-_Atomic unsigned char mtcache_depth[MTCACHE_BINS];
+struct mtcache_tables mtcache_tables;
 /* Set by mtcache_init; until then every link fails its check. */
 struct freelink_key mtcache_link_key = { UINTPTR_MAX, FREELINK_HIGH };
 
@@ -69,7 +68,7 @@ static void set_depth(unsigned n)
 	for (size_t b = 0; b < MTCACHE_BINS; b++) {
 		size_t most = 1 + MTCACHE_BIN_BYTES / bin_bytes(b);
 
-		atomic_store_explicit(&mtcache_depth[b],
+		atomic_store_explicit(&mtcache_tables.depth[b],
 				      (unsigned char)(n < most ? n : most),
 				      memory_order_relaxed);
 	}
@@ -94,21 +93,29 @@ static void *next_of(void *p, size_t b)
 }
 
 /*
- * A request the head of list b did not serve: no cache or an empty list
- * (head NULL) get a new block of the class; a head whose link failed its
- * check (head set) is handed out, and the list ends there.
+ * A request the head of list b did not serve: no cache, an empty list or
+ * a misaligned head get a new block of the class; a head whose link
+ * failed its check (bad_head) is handed out, and the list ends there.
  */
-void *mtcache_alloc_slow(struct mtcache *c, size_t size, size_t align,
-			 unsigned flags, void *head, size_t b)
+void *mtcache_alloc_slow(struct mtcache *c, size_t b, size_t align,
+			 bool bad_head)
 {
-	bool zero = flags & ALLOY_ALLOC_ZERO;
+	void *head = c->head[b];
 
-	if (!head)
-		return backend.make(bin_bytes(b), align, zero);
+	if (!bad_head)
+		return backend.make(bin_bytes(b), align, false);
 	bad_link(head, b);
 	c->head[b] = NULL;
 	c->count[b] = 0;
-	return zero ? memset(head, 0, size) : head;
+	return head;
+}
+
+void *mtcache_alloc_zeroed(void *ctx, size_t size, size_t align)
+{
+	void *p = mtcache_alloc(size, align, 0);
+
+	(void)ctx;
+	return p ? memset(p, 0, size) : NULL;
 }
 
 static void flush(struct mtcache *c)
@@ -167,7 +174,7 @@ static struct mtcache *make_cache(void)
  */
 void mtcache_free_slow(struct mtcache *c, void *p, size_t b)
 {
-	unsigned depth = atomic_load_explicit(&mtcache_depth[b],
+	unsigned depth = atomic_load_explicit(&mtcache_tables.depth[b],
 					      memory_order_relaxed);
 
 	if ((uintptr_t)p % MTCACHE_KEEP_ALIGN == 0 && depth) {
@@ -185,9 +192,9 @@ int mtcache_init(const struct mtcache_backend *be)
 {
 	int rc;
 
-	/* Each size's row gets its class; rows below the range stay unused. */
+	/* Each size's row gets its class. */
 	for (size_t size = MTCACHE_MIN; size <= MTCACHE_MAX; size++)
-		mtcache_bin_of[mtcache_row(size)] =
+		mtcache_tables.bin_of[mtcache_row(size)] =
 			(unsigned char)qclass_of(size, MTCACHE_LG_MIN);
 	backend = *be;
 	mtcache_link_key = freelink_key();

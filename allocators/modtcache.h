@@ -157,8 +157,6 @@ struct mtcache {
  */
 extern MODCACHE_API __thread struct mtcache *mtcache_self
 	__attribute__((tls_model("initial-exec")));
-/* Each list's depth: the option, capped by MTCACHE_BIN_BYTES. */
-extern MODCACHE_API _Atomic unsigned char mtcache_depth[MTCACHE_BINS];
 /* The links' key (allocators/freelink.h). */
 extern MODCACHE_API struct freelink_key mtcache_link_key;
 
@@ -170,31 +168,55 @@ extern MODCACHE_API struct freelink_key mtcache_link_key;
  * jump or conditional move on both halves of every pair.
  */
 #define MTCACHE_ROW_LG 3
-#define MTCACHE_ROWS   (MTCACHE_MAX >> MTCACHE_ROW_LG)
-extern MODCACHE_API unsigned char mtcache_bin_of[MTCACHE_ROWS];
+#define MTCACHE_ROWS   (((MTCACHE_MAX - MTCACHE_MIN) >> MTCACHE_ROW_LG) + 1)
 
-/* The table's row for a size of the range. */
+/*
+ * The tables the pop and the push read, side by side: a free reads both
+ * from one base address.
+ */
+struct mtcache_tables {
+	/* Each list's depth: the option, capped by MTCACHE_BIN_BYTES. */
+	_Atomic unsigned char depth[MTCACHE_BINS];
+	/* The list of each row (below). */
+	unsigned char bin_of[MTCACHE_ROWS];
+};
+extern MODCACHE_API struct mtcache_tables mtcache_tables;
+
+/*
+ * The table's row for a size of the range.  Counted from MTCACHE_MIN, a
+ * multiple of 8 plus 1 as the classes' first sizes are, so the rows split
+ * where (size - 1) / 8 would; and size - MTCACHE_MIN is what
+ * mtcache_covers computed already.
+ */
 static inline size_t mtcache_row(size_t size)
 {
-	return (size - 1) >> MTCACHE_ROW_LG;
+	return (size - MTCACHE_MIN) >> MTCACHE_ROW_LG;
 }
 
 /* The list of a request that mtcache_covers. */
 static inline size_t mtcache_bin(size_t size)
 {
-	return mtcache_bin_of[mtcache_row(size)];
+	return mtcache_tables.bin_of[mtcache_row(size)];
 }
 
 /*
- * Out of line: a request the head of its list does not serve.  size,
- * align and flags come second to fourth, where a module's alloc op has
- * them: the fast path moves fewer registers to hand over.
+ * Out of line: a request the head of list b does not serve, or
+ * (bad_head) whose link failed its check.  The head is not passed: read
+ * again there, it needs no register of its own on the way.
  */
-MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, size_t size,
-				      size_t align, unsigned flags,
-				      void *head, size_t b);
+MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, size_t b,
+				      size_t align, bool bad_head);
 /* Out of line: a free the list has no room for, or the thread no cache. */
 MODCACHE_API void mtcache_free_slow(struct mtcache *c, void *ptr, size_t b);
+
+/*
+ * Out of line: a covered request with ALLOY_ALLOC_ZERO, served as
+ * mtcache_alloc serves the others and cleared.  Apart, so that the
+ * inline path tests the flags first and is done with them: they need no
+ * register of their own while it pops.  Shaped as the alloc op (ctx
+ * unused), so the op jumps to it without moving an argument.
+ */
+MODCACHE_API void *mtcache_alloc_zeroed(void *ctx, size_t size, size_t align);
 
 /*
  * A block for a covered request (flags: the alloc op's, ALLOY_ALLOC_*):
@@ -204,20 +226,24 @@ MODCACHE_API void mtcache_free_slow(struct mtcache *c, void *ptr, size_t b);
  */
 static inline void *mtcache_alloc(size_t size, size_t align, unsigned flags)
 {
-	size_t b = mtcache_bin(size);
-	struct mtcache *c = mtcache_self;
+	size_t b;
+	struct mtcache *c;
 	void *p, *next;
 
+	if (__builtin_expect(flags & ALLOY_ALLOC_ZERO, 0))
+		return mtcache_alloc_zeroed(NULL, size, align);
+	b = mtcache_bin(size);
+	c = mtcache_self;
 	if (__builtin_expect(!(p = c->head[b]) ||
 				     ((uintptr_t)p & (align - 1)),
 			     0))
-		return mtcache_alloc_slow(c, size, align, flags, NULL, b);
+		return mtcache_alloc_slow(c, b, align, false);
 	next = freelink_get(p, &mtcache_link_key);
 	if (__builtin_expect(!freelink_ok(next, MTCACHE_KEEP_ALIGN), 0))
-		return mtcache_alloc_slow(c, size, align, flags, p, b);
+		return mtcache_alloc_slow(c, b, align, true);
 	c->head[b] = next;
 	c->count[b]--;
-	return flags & ALLOY_ALLOC_ZERO ? memset(p, 0, size) : p;
+	return p;
 }
 
 /* Put p at the head of list b of c, which has room for it. */
@@ -236,7 +262,7 @@ static inline void mtcache_free(void *ptr, size_t size)
 
 	if (__builtin_expect(c->count[b] >=
 					     atomic_load_explicit(
-						     &mtcache_depth[b],
+						     &mtcache_tables.depth[b],
 						     memory_order_relaxed) ||
 				     (uintptr_t)ptr % MTCACHE_KEEP_ALIGN,
 			     0)) {
