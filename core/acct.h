@@ -96,21 +96,6 @@ alloy__count_on_live(struct alloy__tls *t, struct alloy_allocator *a,
 ALLOY_HIDDEN void alloy__count_free_slow(struct alloy_allocator *a,
 					 size_t size);
 
-/* Count a's block of size bytes freed, from whichever thread frees it. */
-static inline void alloy__count_free(struct alloy_allocator *a, size_t size)
-{
-	struct alloy__tls *t = alloy__tls_self;
-	_Atomic int64_t *c;
-
-	if (unlikely(!t)) {
-		alloy__count_free_slow(a, size);
-		return;
-	}
-	c = alloy__acct(t, a);
-	alloy__count_add(&c[ALLOY__C_FREES], 1);
-	alloy__count_sub(&c[ALLOY__C_BYTES], (int64_t)size);
-}
-
 /* The hooks of the moment (the reporter), or NULL: set in core/alloc.c. */
 ALLOY_HIDDEN extern _Atomic(const struct alloy__hooks *) alloy__hooks;
 

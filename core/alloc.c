@@ -115,19 +115,40 @@ void alloy__count_free_slow(struct alloy_allocator *a, size_t size)
 	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, -(int64_t)size);
 }
 
-/*
- * Deleter of blocks made while no hooks were installed.  Counted after
- * the free: an unregister must not see the block gone while the
- * allocator's code still runs.  What the count needs is read from *dp
- * again after the call (which may have written memory), so only dp
- * stays live across it.
- */
-static void allocator_deleter(struct alloy_data_ptr *dp)
+/* alloy__allocator_deleter's free from a thread without a record (cold). */
+static __attribute__((noinline, cold)) void
+unrecorded_free(struct alloy_data_ptr *dp)
 {
 	const struct alloy_allocator *a = dp->ctx;
 
 	a->ops.free(a->ctx, dp->ptr, dp->size, dp->align);
-	alloy__count_free(dp->ctx, dp->size);
+	alloy__count_free_slow(dp->ctx, dp->size);
+}
+
+/*
+ * Deleter of blocks made while no hooks were installed, counted as
+ * alloy__free_counted says.  alloy_data_ptr_free does the same inline
+ * (alloy/allocator.h), from the layout asserted here.
+ */
+_Static_assert(offsetof(struct alloy_allocator, ctx) ==
+			       offsetof(struct alloy__allocator_head, ctx) &&
+		       offsetof(struct alloy_allocator, acct_offset) ==
+			       offsetof(struct alloy__allocator_head,
+					acct_offset) &&
+		       offsetof(struct alloy_allocator, ops) ==
+			       offsetof(struct alloy__allocator_head, ops),
+	       "struct alloy_allocator starts as struct alloy__allocator_head");
+
+void alloy__allocator_deleter(struct alloy_data_ptr *dp)
+{
+	struct alloy__tls *t = alloy__tls_self;
+
+	if (unlikely(!t)) {
+		unrecorded_free(dp);
+		return;
+	}
+	alloy__free_counted((const struct alloy__allocator_head *)dp->ctx, t,
+			    dp->ptr, dp->size, dp->align, dp->size);
 }
 
 /* Deleter of blocks that were reported at allocation. */
@@ -137,7 +158,7 @@ static void reported_deleter(struct alloy_data_ptr *dp)
 
 	if (h)
 		h->on_free(dp->ctx, dp);
-	allocator_deleter(dp);
+	alloy__allocator_deleter(dp);
 }
 
 /*
@@ -149,7 +170,7 @@ static void reported_deleter(struct alloy_data_ptr *dp)
 static inline __attribute__((always_inline)) size_t
 effective_align(size_t align)
 {
-	align = ((align - 1) | (sizeof(void *) - 1)) + 1;
+	align = alloy__align_raised(align);
 	return align ? align : (size_t)alloy__conf.align;
 }
 
@@ -240,7 +261,7 @@ describe(struct alloy_data_ptr *out, struct alloy_allocator *a, int device_type,
 	device <<= 16;
 #endif
 	out->ctx = a;
-	out->deleter = allocator_deleter;
+	out->deleter = alloy__allocator_deleter;
 	memcpy(&out->device, &device, sizeof(device));
 	out->size = size;
 	out->align = align;
@@ -379,14 +400,14 @@ fast_refused(struct alloy_data_ptr *out)
 }
 
 /*
- * The arguments were checked by the caller (the inline wrapper).  Counts
- * first, then looks at a's state, as alloy_alloc does; a dying allocator
- * is uncounted and left to the slow path, which says so.
+ * The arguments were checked by the caller (the inline wrapper), align
+ * is the effective one.  Counts first, then looks at a's state, as
+ * alloy_alloc does; a dying allocator is uncounted and left to the slow
+ * path, which says so.
  */
-SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
-					   size_t size, size_t align,
-					   unsigned flags,
-					   struct alloy_data_ptr *out)
+static inline __attribute__((always_inline)) void *
+alloc_fast(struct alloy_allocator *a, size_t size, size_t align,
+	   unsigned flags, struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t = alloy__tls_fast;
 
@@ -394,9 +415,24 @@ SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
 		return fast_refused(out);
 	if (unlikely(!alloy__count_on_live(t, a, size, true)))
 		return fast_refused(out);
-	align = effective_align(align);
 	describe(out, a, a->ops.device_type, size, align);
 	return a->ops.alloc(a->ctx, size, align, flags);
+}
+
+SCHEDULE_BEFORE_RA void *alloy__alloc_fast(struct alloy_allocator *a,
+					   size_t size, size_t align,
+					   unsigned flags,
+					   struct alloy_data_ptr *out)
+{
+	return alloc_fast(a, size, effective_align(align), flags, out);
+}
+
+SCHEDULE_BEFORE_RA void *alloy__alloc_fast_raised(struct alloy_allocator *a,
+						  size_t size, size_t align,
+						  unsigned flags,
+						  struct alloy_data_ptr *out)
+{
+	return alloc_fast(a, size, align, flags, out);
 }
 
 int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
@@ -463,7 +499,7 @@ void(alloy_data_ptr_free)(struct alloy_data_ptr *dp)
 
 static bool made_by_registry(const struct alloy_data_ptr *dp)
 {
-	return dp->deleter == allocator_deleter ||
+	return dp->deleter == alloy__allocator_deleter ||
 	       dp->deleter == reported_deleter;
 }
 

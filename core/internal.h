@@ -92,13 +92,7 @@ static inline void alloy__ensure_init(void)
  */
 #define ALLOY__TCOUNT_SLOTS 1024
 
-/* Per-allocator counters, in tcount slots base + ALLOY__C_*. */
-enum {
-	ALLOY__C_ALLOCS = 0, /* allocations ever */
-	ALLOY__C_FREES,	     /* frees ever; live blocks = allocs - frees */
-	ALLOY__C_BYTES,	     /* live bytes */
-	ALLOY__C_COUNT
-};
+/* Per-allocator counters: tcount slots base + ALLOY__C_* (alloy/inline.h). */
 
 struct alloy__tls {
 	union {
@@ -147,8 +141,7 @@ struct alloy__tls {
 	_Atomic int64_t count[ALLOY__TCOUNT_SLOTS];
 };
 
-extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_self
-	__attribute__((tls_model("initial-exec")));
+/* alloy__tls_self, the thread's record or NULL: alloy/inline.h. */
 /*
  * The allocation fast paths' view of the same record: alloy__tls_self
  * where the thread has one, else (before its first allocation, after its
@@ -223,37 +216,16 @@ static inline struct alloy__tls *alloy__tls_get(void)
 	return likely(t) ? t : alloy__tls_create();
 }
 
-/*
- * Add v to one of this thread's own counters.  Only this thread writes
- * it, so no atomic read-modify-write is needed, only a single store that
- * readers cannot see half-done: on x86-64 one add to memory (as the
- * kernel's this_cpu_add), elsewhere a load and a release store.  Release
- * because a reader that sees a free counted (an unregister, summing with
- * acquire loads) may then reuse the allocator's slot: everything the
- * freeing thread did with the allocator must come before.  x86-64's
- * stores are ordered after earlier loads and stores already.
- */
+/* Add v to one of this thread's own counters (alloy/inline.h says how). */
 static inline void alloy__count_add(_Atomic int64_t *c, int64_t v)
 {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-	__asm__("addq %1, %0" : "+m"(*(int64_t *)c) : "er"(v));
-#else
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_release);
-#endif
+	alloy__counter_add((int64_t *)c, v);
 }
 
-/* Subtract v from one of this thread's own counters (as above). */
+/* Subtract v from one of this thread's own counters. */
 static inline void alloy__count_sub(_Atomic int64_t *c, int64_t v)
 {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-	__asm__("subq %1, %0" : "+m"(*(int64_t *)c) : "er"(v));
-#else
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) - v,
-			      memory_order_release);
-#endif
+	alloy__counter_sub((int64_t *)c, v);
 }
 
 /* Add to the retired totals directly (a thread without a record). */
@@ -516,14 +488,16 @@ ALLOY_HIDDEN int64_t alloy__live_blocks(const struct alloy_allocator *a);
  * 480 bytes).
  */
 struct __attribute__((aligned(512))) alloy_allocator {
-	struct alloy_allocator_ops ops; /* zeroed private copy */
+	/* struct alloy__allocator_head (alloy/allocator.h): fixed, first. */
 	void *ctx;
+	/* Byte offset of its counters in a struct alloy__tls (core/acct.h). */
+	ptrdiff_t acct_offset;
+	struct alloy_allocator_ops ops; /* zeroed private copy */
+	/* liballoy's own from here. */
 	atomic_int state; /* enum alloy__alloc_state */
 	atomic_int holds; /* users besides its blocks: unregister is -EBUSY */
 	int index;	  /* position in the table */
 	int counters;	  /* first tcount slot */
-	/* Byte offset of those slots in a struct alloy__tls (core/acct.h). */
-	ptrdiff_t acct_offset;
 	unsigned long serial; /* registration order */
 	uint64_t name_hash;   /* FNV-1a of name: the reporter's key */
 	char name[ALLOY_NAME_MAX + 1];

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <alloy/device.h>
+#include <alloy/inline.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -220,8 +221,26 @@ int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
 ALLOY__NOPLT void *alloy__alloc_fast(struct alloy_allocator *a, size_t size,
 				     size_t align, unsigned flags,
 				     struct alloy_data_ptr *out);
+/*
+ * alloy__alloc_fast for an alignment already raised by
+ * alloy__align_raised (a power of two, at least a pointer's): the inline
+ * wrapper's entry where align is a constant, raised at compile time.
+ */
+ALLOY__NOPLT void *alloy__alloc_fast_raised(struct alloy_allocator *a,
+					    size_t size, size_t align,
+					    unsigned flags,
+					    struct alloy_data_ptr *out);
 int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
 			unsigned flags, struct alloy_data_ptr *out);
+
+/*
+ * The alignment a request for align (a power of two) gets: at least a
+ * pointer's.  0, "the configured one", wraps around to 0 again.
+ */
+static inline size_t alloy__align_raised(size_t align)
+{
+	return ((align - 1) | (sizeof(void *) - 1)) + 1;
+}
 
 /*
  * alloy_alloc is wrapped inline, as alloy_alloc_default is: the arguments
@@ -237,7 +256,11 @@ static inline int alloy__alloc_inline(struct alloy_allocator *a, size_t size,
 				     !(align & (align - 1)) &&
 				     align <= ALLOY_ALIGN_MAX,
 			     1)) {
-		void *p = alloy__alloc_fast(a, size, align, flags, out);
+		void *p = __builtin_constant_p(align) && align ?
+				  alloy__alloc_fast_raised(
+					  a, size, alloy__align_raised(align),
+					  flags, out) :
+				  alloy__alloc_fast(a, size, align, flags, out);
 
 		if (__builtin_expect(p != NULL, 1)) {
 			out->ptr = p;
@@ -255,17 +278,67 @@ static inline int alloy__alloc_inline(struct alloy_allocator *a, size_t size,
  * ptr and deleter are NULL (so a second free of the same DataPtr does
  * nothing); the other members keep their values.  NULL-safe.
  *
- * The call is inline: the deleter is called directly, without a call
- * into liballoy first.  alloy_data_ptr_free is also a real function (for
+ * The call is inline: a block of alloy's registry (its deleter
+ * alloy__allocator_deleter, the reporter off when it was made) goes
+ * straight to its allocator's free op from the caller's code, counted as
+ * that deleter counts it (alloy/inline.h says why); any other deleter is
+ * called directly.  alloy_data_ptr_free is also a real function (for
  * taking its address, and for the ABI); (alloy_data_ptr_free)(dp) calls
  * it.
  */
 void alloy_data_ptr_free(struct alloy_data_ptr *dp);
 
+/*
+ * The start of every registered allocator (alloy/inline.h): what the
+ * inline free reads.  The ops last, as their struct may grow.
+ */
+struct alloy__allocator_head {
+	void *ctx;	       /* the provider's context, for every op */
+	ptrdiff_t acct_offset; /* its counters in a thread's record */
+	struct alloy_allocator_ops ops;
+};
+
+/*
+ * The deleter of the registry's blocks made while the reporter was off.
+ * Where a caller's code cannot inline the free (a program built without
+ * position-independent code sees another address for this function, and
+ * takes the call), it does the same.
+ */
+void alloy__allocator_deleter(struct alloy_data_ptr *dp);
+
+/*
+ * Give a block of bytes counted bytes back to allocator a, from a thread
+ * with a record t, and count it in t: the bytes before the free op, the
+ * block after.  Only the block count (allocs - frees) gates an
+ * unregister, which must not see the block gone while the allocator's
+ * code still runs; counting the bytes first leaves one pointer, not
+ * three values, to keep across the call.  The plain-pointer API's free
+ * counts its blocks so too (core/plain.c).
+ */
+static inline void alloy__free_counted(const struct alloy__allocator_head *a,
+				       struct alloy__tls *t, void *block,
+				       size_t size, size_t align,
+				       size_t counted)
+{
+	int64_t *c = (int64_t *)((char *)t + a->acct_offset);
+
+	alloy__counter_sub(&c[ALLOY__C_BYTES], (int64_t)counted);
+	a->ops.free(a->ctx, block, size, align);
+	alloy__counter_add(&c[ALLOY__C_FREES], 1);
+}
+
 static inline void alloy__data_ptr_free_inline(struct alloy_data_ptr *dp)
 {
 	if (dp) {
-		if (dp->deleter)
+		struct alloy__tls *t = alloy__tls_self;
+
+		if (__builtin_expect(dp->deleter == alloy__allocator_deleter &&
+					     t != NULL,
+				     1))
+			alloy__free_counted(
+				(const struct alloy__allocator_head *)dp->ctx,
+				t, dp->ptr, dp->size, dp->align, dp->size);
+		else if (dp->deleter)
 			dp->deleter(dp);
 		dp->ptr = NULL;
 		dp->deleter = NULL;
