@@ -67,9 +67,26 @@ INTERPOSE void *malloc(size_t size)
 	return p;
 }
 
+/*
+ * This thread's errno, found once: free keeps it across every call, and
+ * __errno_location is a call and a return of its own on each (the
+ * address is the thread's for its life, and a fork child's thread has
+ * its parent's).
+ */
+static __thread int *thread_errno __attribute__((tls_model("initial-exec")));
+
+static inline int *errno_of_thread(void)
+{
+	int *e = thread_errno;
+
+	if (front_unlikely(!e))
+		e = thread_errno = &errno;
+	return e;
+}
+
 INTERPOSE void free(void *ptr)
 {
-	int saved;
+	int saved, *err;
 
 	if (!ptr)
 		return;
@@ -82,11 +99,12 @@ INTERPOSE void free(void *ptr)
 		return;
 	}
 	/* free keeps errno (glibc since 2.33; POSIX); a backend may not. */
-	saved = errno;
+	err = errno_of_thread();
+	saved = *err;
 	alloy__front_depth++;
 	alloy_free(ptr);
 	alloy__front_depth--;
-	errno = saved;
+	*err = saved;
 }
 
 /* glibc keeps cfree for binaries linked against its old versions. */

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -119,6 +120,30 @@ static void plain_sizes(void)
 	/* free keeps errno (glibc since 2.33, and POSIX). */
 	errno = EEXIST;
 	free(a);
+	CHECK(errno == EEXIST);
+}
+
+/* A second thread's free keeps its own errno, and leaves the first's. */
+static void *free_in_thread(void *arg)
+{
+	void *p = malloc(100);
+
+	(void)arg;
+	errno = EPERM;
+	free(p);
+	return (void *)(intptr_t)(errno == EPERM);
+}
+
+static void errno_per_thread(void)
+{
+	pthread_t t;
+	void *kept = NULL;
+
+	errno = EEXIST;
+	free(malloc(10));
+	CHECK(pthread_create(&t, NULL, free_in_thread, NULL) == 0);
+	CHECK(pthread_join(t, &kept) == 0);
+	CHECK(kept == (void *)1);
 	CHECK(errno == EEXIST);
 }
 
@@ -269,6 +294,7 @@ int main(int argc, char **argv)
 	}
 	early_blocks();
 	plain_sizes();
+	errno_per_thread();
 	zeroed();
 	resizing();
 	alignments();
