@@ -96,6 +96,29 @@ alloy__count_on_live(struct alloy__tls *t, struct alloy_allocator *a,
 ALLOY_HIDDEN void alloy__count_free_slow(struct alloy_allocator *a,
 					 size_t size);
 
+/* alloy__free_and_count for a thread without a record: the op, then the count. */
+ALLOY_HIDDEN void alloy__free_unrecorded(struct alloy_allocator *a,
+					 void *block, size_t size,
+					 size_t align, size_t counted);
+
+/*
+ * Give a's block back and count it freed (counted bytes), from any
+ * thread: alloy__free_counted (alloy/allocator.h) where the thread has a
+ * record, else alloy__free_unrecorded.
+ */
+static inline __attribute__((always_inline)) void
+alloy__free_and_count(struct alloy_allocator *a, void *block, size_t size,
+		      size_t align, size_t counted)
+{
+	struct alloy__tls *t = alloy__tls_self;
+
+	if (likely(t))
+		alloy__free_counted((const struct alloy__allocator_head *)a,
+				    t, block, size, align, counted);
+	else
+		alloy__free_unrecorded(a, block, size, align, counted);
+}
+
 /* The hooks of the moment (the reporter), or NULL: set in core/alloc.c. */
 ALLOY_HIDDEN extern _Atomic(const struct alloy__hooks *) alloy__hooks;
 

@@ -115,14 +115,12 @@ void alloy__count_free_slow(struct alloy_allocator *a, size_t size)
 	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, -(int64_t)size);
 }
 
-/* alloy__allocator_deleter's free from a thread without a record (cold). */
-static __attribute__((noinline, cold)) void
-unrecorded_free(struct alloy_data_ptr *dp)
+__attribute__((noinline, cold)) void
+alloy__free_unrecorded(struct alloy_allocator *a, void *block, size_t size,
+		       size_t align, size_t counted)
 {
-	const struct alloy_allocator *a = dp->ctx;
-
-	a->ops.free(a->ctx, dp->ptr, dp->size, dp->align);
-	alloy__count_free_slow(dp->ctx, dp->size);
+	a->ops.free(a->ctx, block, size, align);
+	alloy__count_free_slow(a, counted);
 }
 
 /*
@@ -141,14 +139,8 @@ _Static_assert(offsetof(struct alloy_allocator, ctx) ==
 
 void alloy__allocator_deleter(struct alloy_data_ptr *dp)
 {
-	struct alloy__tls *t = alloy__tls_self;
-
-	if (unlikely(!t)) {
-		unrecorded_free(dp);
-		return;
-	}
-	alloy__free_counted((const struct alloy__allocator_head *)dp->ctx, t,
-			    dp->ptr, dp->size, dp->align, dp->size);
+	alloy__free_and_count(dp->ctx, dp->ptr, dp->size, dp->align,
+			      dp->size);
 }
 
 /* Deleter of blocks that were reported at allocation. */

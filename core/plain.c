@@ -412,17 +412,9 @@ static inline __attribute__((always_inline)) void
 release(struct alloy_allocator *a, void *user, size_t size, unsigned shift)
 {
 	size_t off = (size_t)1 << shift;
-	struct alloy__tls *t = alloy__tls_self;
 
 	hdr_of(user)->check = 0; /* a second free of this block fails */
-	if (likely(t)) {
-		alloy__free_counted((const struct alloy__allocator_head *)a, t,
-				    (char *)user - off, size + off, off, size);
-		return;
-	}
-	a->ops.free(a->ctx, (char *)user - off, size + off, off);
-	/* After the free, as alloy__free_counted counts the block. */
-	alloy__count_free_slow(a, size);
+	alloy__free_and_count(a, (char *)user - off, size + off, off, size);
 }
 
 /* The reporter saw this block made: it sees it go, then it goes. */
