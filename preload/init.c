@@ -12,12 +12,15 @@
  * through the default before the front opens, so that the backend's own
  * first-use work happens here too.
  */
+#include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <alloy/alloy.h>
 
@@ -30,11 +33,18 @@ bool alloy__front_strict;
 /* Bad pointers named one by one in strict mode, then only counted. */
 #define BAD_SHOWN  16
 #define BAD_FRAMES 12
-/* Where the saved copies of stdout and stderr go: out of the way. */
-#define SAVED_FD_MIN 900
+/*
+ * Where the saved copy of stdout or stderr goes: just below 1024, or below
+ * a lower soft RLIMIT_NOFILE, as the reporter's own descriptors
+ * (docs/PRELOAD.md, "What alloy keeps open in your program").
+ */
+#define SAVED_FD_TOP  1024
+#define SAVED_FD_ROOM 32
 
 static _Atomic unsigned long long bad_pointers;
-static int saved_fd = -1;    /* a copy of the report's stream's fd */
+static int saved_fd = -1; /* a copy of the report's stream's fd */
+static dev_t saved_dev;	  /* the file saved_fd was made on */
+static ino_t saved_ino;
 static FILE **report_stream; /* &stderr or &stdout, when reporting there */
 
 void alloy__front_bad_pointer(const char *func, const void *p)
@@ -66,12 +76,25 @@ static bool stream_closed(FILE *f)
 	return fd < 0 || fcntl(fd, F_GETFD) < 0;
 }
 
+/*
+ * Whether saved_fd still holds the file it was made on: a program may
+ * have closed it (closefrom) and opened a file of its own at its number.
+ */
+static bool saved_still_ours(void)
+{
+	struct stat st;
+
+	return saved_fd >= 0 && !fstat(saved_fd, &st) &&
+	       st.st_dev == saved_dev && st.st_ino == saved_ino;
+}
+
 static void at_exit(void)
 {
 	unsigned long long bad =
 		atomic_load(&bad_pointers) + alloy_plain_bad_frees();
 
-	if (report_stream && saved_fd >= 0 && stream_closed(*report_stream)) {
+	if (report_stream && stream_closed(*report_stream) &&
+	    saved_still_ours()) {
 		/* The reporter writes after this handler (atexit: LIFO). */
 		FILE *f = fdopen(saved_fd, "w");
 
@@ -89,6 +112,25 @@ static void at_exit(void)
 				: " (ALLOY_CONF=cpu:debug names each)");
 }
 
+/* A close-on-exec copy of fd at a high number, lower if none is free. */
+static int copy_high(int fd)
+{
+	struct rlimit rl;
+	rlim_t top = SAVED_FD_TOP;
+	int base, copy;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < top)
+		top = rl.rlim_cur;
+	base = top > SAVED_FD_ROOM + 3 ? (int)(top - SAVED_FD_ROOM) : 3;
+	for (;;) {
+		copy = fcntl(fd, F_DUPFD_CLOEXEC, base);
+		if (copy >= 0 || base == 3 ||
+		    (errno != EMFILE && errno != EINVAL))
+			return copy;
+		base = base / 2 > 3 ? base / 2 : 3;
+	}
+}
+
 /*
  * A program may close stderr before exit handlers run (ls does); keep a
  * copy of the stream the report goes to, out of the program's way and
@@ -97,6 +139,7 @@ static void at_exit(void)
 static void keep_report_stream(void)
 {
 	const char *where = alloy_conf_get("report");
+	struct stat st;
 	int fd;
 
 	if (!where)
@@ -108,9 +151,15 @@ static void keep_report_stream(void)
 	else
 		return;
 	fd = fileno(*report_stream);
-	saved_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, SAVED_FD_MIN);
-	if (saved_fd < 0 && fd >= 0)
-		saved_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	saved_fd = fd < 0 ? -1 : copy_high(fd);
+	if (saved_fd >= 0 && fstat(saved_fd, &st)) {
+		close(saved_fd);
+		saved_fd = -1;
+	}
+	if (saved_fd >= 0) {
+		saved_dev = st.st_dev;
+		saved_ino = st.st_ino;
+	}
 }
 
 /* The CPU default is the debug wrapper: name every bad pointer. */

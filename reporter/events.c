@@ -42,11 +42,11 @@ _Static_assert(2 * MAX_SERIES <= SERIES_SLOTS && SERIES_SLOTS <= UINT16_MAX,
 
 struct rep_stream alloy__rep_trace = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.fd = -1,
+	.out.fd = -1,
 };
 struct rep_stream alloy__rep_log = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.fd = -1,
+	.out.fd = -1,
 };
 atomic_bool alloy__rep_tracing, alloy__rep_logging;
 _Atomic uint32_t alloy__rep_trace_gen;

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <alloy/reporter.h>
 
 #include "core/internal.h"
@@ -267,6 +268,56 @@ ALLOY_HIDDEN struct rep_owner *alloy__rep_owner(uint32_t id);
 /* Take (true) or release the table's lock, around fork. */
 ALLOY_HIDDEN void alloy__rep_owners_lock(bool lock);
 
+/* ---- descriptors alloy keeps in the program (stream.c) --------------- */
+
+/*
+ * A descriptor of alloy's open in a program that does not know of it:
+ * its number and the file it was opened on.  It sits high (just below
+ * 1024, or below a lower soft RLIMIT_NOFILE), closed on exec, out of the
+ * numbers a program picks; a program may still close it (closefrom) or
+ * put a file of its own at that number (dup2), so alloy__rep_fd_ours is
+ * asked before every write and close, and a descriptor that is not ours
+ * any more is never written to or closed.
+ */
+struct rep_fd {
+	int fd; /* -1: none */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* A high close-on-exec copy of fd (which stays open), or -1 and errno. */
+ALLOY_HIDDEN int alloy__rep_fd_copy(int fd);
+/*
+ * Keep fd, a descriptor alloy just opened: moved high (fd closed) where
+ * a number is free there, and its file remembered.  fd < 0 keeps none.
+ */
+ALLOY_HIDDEN void alloy__rep_fd_keep(struct rep_fd *k, int fd);
+/* Whether k->fd is open on the file it was opened on. */
+ALLOY_HIDDEN bool alloy__rep_fd_ours(const struct rep_fd *k);
+/* Close k->fd if it is still ours (else it is the program's); k: none. */
+ALLOY_HIDDEN void alloy__rep_fd_close(struct rep_fd *k);
+/*
+ * Open path for writing (truncated) as a kept descriptor; 0 or -errno
+ * (k: none).  abs gets the path made absolute (len bytes), for
+ * alloy__rep_fd_reopen after the program changed directory; "" if it
+ * does not fit.
+ */
+ALLOY_HIDDEN int alloy__rep_fd_open(struct rep_fd *k, const char *path,
+				    char *abs, size_t len);
+/*
+ * Open abs (else path) to append, made if it is not there, as a kept
+ * descriptor; 0 or -errno (k: none).
+ */
+ALLOY_HIDDEN int alloy__rep_fd_append(struct rep_fd *k, const char *path,
+				      const char *abs);
+/*
+ * The program closed or replaced k->fd: open abs (else path) again to
+ * append, only if it is still the same file.  0, or -errno (-ESTALE: a
+ * different file is there now); k: none on failure.
+ */
+ALLOY_HIDDEN int alloy__rep_fd_reopen(struct rep_fd *k, const char *path,
+				      const char *abs);
+
 /* ---- output streams (stream.c) ------------------------------------- */
 
 /*
@@ -280,11 +331,12 @@ ALLOY_HIDDEN void alloy__rep_owners_lock(bool lock);
  */
 struct rep_stream {
 	pthread_mutex_t lock;
-	int fd;		  /* -1: closed */
-	bool own_fd;	  /* opened by us (not stderr/stdout) */
-	bool line_flush;  /* write every line at once (terminals, stderr) */
-	bool regular;	  /* a regular file: can be cut back after an error */
-	const char *what; /* "trace", "log": for the error message */
+	struct rep_fd out; /* fd -1: closed */
+	bool own_fd;	   /* opened by us (not stderr/stdout) */
+	const char *std;   /* "stderr" or "stdout", or NULL: a path */
+	bool line_flush;   /* write every line at once (terminals, stderr) */
+	bool regular;	   /* a regular file: can be cut back after an error */
+	const char *what;  /* "trace", "log": for the error message */
 	char *buf;
 	size_t len, cap;
 	uint64_t good; /* bytes of the file that are whole lines */
@@ -294,6 +346,7 @@ struct rep_stream {
 	uint64_t lost; /* lines dropped after an error */
 	int error;     /* first write error (negative errno), or 0 */
 	char path[ALLOY_CONF_PATH_MAX];
+	char abs_path[ALLOY_CONF_PATH_MAX + 256]; /* path, absolute */
 };
 
 /*
@@ -329,11 +382,14 @@ ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);
 /* ---- files and the process (session.c) ------------------------------ */
 
 /*
- * The descriptors "stderr" and "stdout" stand for: copies made when the
- * reporter started, so that output survives a program closing its own
- * (ls closes stderr before exit handlers run).
+ * The descriptor "stderr" or "stdout" stands for, with the file it is on
+ * (id): a copy made when the reporter started, so that output survives a
+ * program closing its own (ls closes stderr before exit handlers run).
+ * If the program closed or replaced the copy, the process's own 2 or 1
+ * while it is still that file; -1 when neither is (the output is not
+ * written).  Before the reporter started: 2 or 1 as they are.
  */
-ALLOY_HIDDEN int alloy__rep_std_fd(const char *where);
+ALLOY_HIDDEN int alloy__rep_std_fd(const char *where, struct rep_fd *id);
 /* path with %p replaced by the process id (%% by %); false if too long. */
 ALLOY_HIDDEN bool alloy__rep_expand_path(char *out, size_t len,
 					 const char *path);

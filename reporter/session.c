@@ -12,6 +12,17 @@
  *  - "stderr" and "stdout" are copies of descriptors 2 and 1 made at
  *    start: a program that closes its own before exit (ls, sort) still
  *    gets its report.
+ *  - As few descriptors as can be stay open in the program: a copy of
+ *    stderr or stdout only where an output goes there (alloy's own lines
+ *    otherwise go to 2 as it is), and a report to a regular file is
+ *    opened at start, to truncate it and to catch a bad path, and by its
+ *    path again at exit, to append.  Every descriptor kept is high and
+ *    closed on exec, and is checked to still hold its file before it is
+ *    written to (stream.c): a program that closed it, or put a file of
+ *    its own at its number, never gets alloy's output in that file.  A
+ *    file is then opened again if its path is still that file, a copy
+ *    of stderr or stdout taken again from 2 or 1 if they are; else the
+ *    output is dropped, with a line on stderr.
  *  - %p in a path is the process id.  A forked child whose paths have %p
  *    writes files of its own (opened at its first event, or at its exit),
  *    its trace starting with the blocks it inherited; without %p a child
@@ -24,35 +35,113 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 #define REPORT_BUF 4096
 
+/*
+ * A copy of stderr or stdout.  The file it is on is set once, at start;
+ * fd changes only to a new copy (from any thread: compare-and-swap).
+ */
+struct std_copy {
+	bool saved; /* the reporter started: the copy stands for the stream */
+	bool open;  /* the stream was open then: dev and ino are its file */
+	_Atomic int fd;
+	dev_t dev;
+	ino_t ino;
+};
+
 static struct {
 	pthread_mutex_t lock;
 	bool started; /* configured outputs are on */
 	bool child;   /* a forked child of the process that started them */
 	atomic_bool reopen; /* a child's %p trace and log, at its next event */
-	int err_fd, out_fd; /* the saved stderr and stdout, or -1 */
-	int report_fd;	    /* -1: none or not yet (a child's) */
-	bool report_own;    /* report_fd is a file we opened */
+	struct std_copy err, out; /* the saved stderr and stdout */
+	bool report_on;		  /* an exit report is to be written */
+	struct rep_fd report;	  /* fd -1: closed till exit, or none */
+	bool report_own;	  /* report is a file we opened */
+	const char *report_std;	  /* "stderr" or "stdout", or NULL */
 	enum rep_leaks leaks;
 	char report_path[ALLOY_CONF_PATH_MAX];
+	char report_abs[ALLOY_CONF_PATH_MAX + 256];
 	char trace_where[ALLOY_CONF_PATH_MAX]; /* as given: %p unexpanded */
 } X = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.err_fd = -1,
-	.out_fd = -1,
-	.report_fd = -1,
+	.err.fd = -1,
+	.out.fd = -1,
+	.report.fd = -1,
 };
 
-int alloy__rep_std_fd(const char *where)
+/* fd as it is, with its file; -1 if it is closed. */
+static int ident(struct rep_fd *k, int fd)
 {
-	if (!strcmp(where, "stdout"))
-		return X.out_fd >= 0 ? X.out_fd : STDOUT_FILENO;
-	return X.err_fd >= 0 ? X.err_fd : STDERR_FILENO;
+	struct stat st;
+
+	k->fd = -1;
+	if (fstat(fd, &st))
+		return -1;
+	k->fd = fd;
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+	return fd;
+}
+
+/* At start: a high copy of std, and the file it is. */
+static void std_save(struct std_copy *c, int std)
+{
+	struct rep_fd k;
+
+	c->saved = true;
+	c->open = ident(&k, std) >= 0;
+	if (!c->open)
+		return;
+	c->dev = k.dev;
+	c->ino = k.ino;
+	atomic_store(&c->fd, alloy__rep_fd_copy(std));
+}
+
+int alloy__rep_std_fd(const char *where, struct rep_fd *id)
+{
+	bool out = !strcmp(where, "stdout");
+	struct std_copy *c = out ? &X.out : &X.err;
+	int std = out ? STDOUT_FILENO : STDERR_FILENO;
+	struct rep_fd k, tmp;
+	int was, copy;
+
+	if (!id)
+		id = &tmp;
+	if (!c->saved)
+		return ident(id, std);
+	k.fd = -1;
+	if (!c->open)
+		goto out;
+	k.dev = c->dev;
+	k.ino = c->ino;
+	k.fd = was = atomic_load(&c->fd);
+	if (alloy__rep_fd_ours(&k))
+		goto out;
+	/* The copy is gone: the process's own, while it is that file. */
+	k.fd = std;
+	if (!alloy__rep_fd_ours(&k)) {
+		k.fd = -1;
+		goto out;
+	}
+	copy = alloy__rep_fd_copy(std);
+	if (copy < 0)
+		goto out; /* no number free: std itself */
+	if (atomic_compare_exchange_strong(&c->fd, &was, copy)) {
+		k.fd = copy;
+	} else {
+		/* Another thread made one first. */
+		close(copy);
+		k.fd = was;
+	}
+out:
+	*id = k;
+	return k.fd;
 }
 
 static bool has_pid(const char *path)
@@ -135,7 +224,7 @@ void alloy__rep_say(const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
-	int n;
+	int n, fd;
 
 	memcpy(line, "alloy: ", 7);
 	va_start(ap, fmt);
@@ -145,24 +234,76 @@ void alloy__rep_say(const char *fmt, ...)
 		return;
 	n = 7 + (n < (int)sizeof(line) - 8 ? n : (int)sizeof(line) - 9);
 	line[n++] = '\n';
-	write_all(alloy__rep_std_fd("stderr"), line, (size_t)n);
+	/* Without the stderr of the start, one line on the program's own. */
+	fd = alloy__rep_std_fd("stderr", NULL);
+	write_all(fd >= 0 ? fd : STDERR_FILENO, line, (size_t)n);
 }
 
 /* ---- the exit report ------------------------------------------------ */
 
 struct report_out {
-	int fd;
 	size_t len;
 	bool failed;
+	bool wrote; /* some of it is in the file */
 	char buf[REPORT_BUF];
 };
+
+/*
+ * The report's descriptor, checked before each write.  A regular file,
+ * closed since start, is opened by its path to append (its report is
+ * whole: it goes where the path says now).  A descriptor held since
+ * start that the program closed, or put a file of its own at, is opened
+ * again only if its path is still that file; stderr or stdout taken
+ * again from 2 or 1 if they are.  Else -1, said.
+ */
+static int report_fd(const struct report_out *r)
+{
+	const char *lost = r->wrote ? "the exit report is incomplete"
+				    : "no exit report is written";
+	int fd = X.report.fd, err;
+
+	if (alloy__rep_fd_ours(&X.report))
+		return X.report.fd;
+	if (X.report_std) {
+		if (alloy__rep_std_fd(X.report_std, &X.report) >= 0)
+			return X.report.fd;
+		alloy__rep_say(
+			"report:%s: the program closed or replaced alloy's copy of its %s (descriptor %d), and its own is another file now; %s",
+			X.report_std, X.report_std, fd, lost);
+		return -1;
+	}
+	if (fd < 0) {
+		err = alloy__rep_fd_append(&X.report, X.report_path,
+					   X.report_abs);
+		if (!err)
+			return X.report.fd;
+		alloy__rep_say("report:%s: cannot open it at exit (%s); %s",
+			       X.report_path, strerrordesc_np(-err), lost);
+		return -1;
+	}
+	err = alloy__rep_fd_reopen(&X.report, X.report_path, X.report_abs);
+	if (!err)
+		return X.report.fd;
+	alloy__rep_say(
+		"report:%s: the program closed or replaced alloy's descriptor %d for it, and the file cannot be opened again (%s); %s",
+		X.report_path, fd,
+		err == -ESTALE ? "a different file is at the path now"
+			       : strerrordesc_np(-err),
+		lost);
+	return -1;
+}
 
 static void report_flush(struct report_out *r)
 {
 	size_t off = 0;
+	int fd = -1;
 
+	if (r->len && !r->failed) {
+		fd = report_fd(r);
+		r->failed = fd < 0;
+	}
 	while (off < r->len && !r->failed) {
-		ssize_t k = write(r->fd, r->buf + off, r->len - off);
+		ssize_t k = write(fd, r->buf + off, r->len - off);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -175,6 +316,7 @@ static void report_flush(struct report_out *r)
 			break;
 		}
 		off += (size_t)k;
+		r->wrote = true;
 	}
 	r->len = 0;
 }
@@ -199,9 +341,17 @@ static void report_write(void *arg, const char *text)
 	}
 }
 
-/* Open report:PATH (never stderr/stdout); false with the message set. */
-static bool report_open(const char *where)
+/*
+ * Set up report:WHERE; false with the message set.  A regular file is
+ * truncated and closed again unless hold: nothing of alloy's is open in
+ * the program till exit (a program listing its descriptors sees none),
+ * and at exit the path is opened again.
+ */
+static bool report_open(const char *where, bool hold)
 {
+	struct stat st;
+	int err;
+
 	if (!alloy__rep_expand_path(X.report_path, sizeof(X.report_path),
 				    where)) {
 		alloy__error(-ENAMETOOLONG, "report", "path \"%s\" is too long",
@@ -209,20 +359,26 @@ static bool report_open(const char *where)
 		return false;
 	}
 	if (!alloy__conf_names_file(where)) {
-		X.report_fd = alloy__rep_std_fd(where);
+		X.report_std = strcmp(where, "stdout") ? "stderr" : "stdout";
+		/* Closed at start: nowhere to write, nor to say so. */
+		X.report_on = alloy__rep_std_fd(X.report_std, &X.report) >= 0;
 		X.report_own = false;
 		return true;
 	}
-	X.report_fd = open(X.report_path,
-			   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (X.report_fd < 0) {
-		int err = errno;
-
-		alloy__error(-err, "report", "cannot open \"%s\": %s",
-			     X.report_path, strerrordesc_np(err));
+	err = alloy__rep_fd_open(&X.report, X.report_path, X.report_abs,
+				 sizeof(X.report_abs));
+	if (err) {
+		alloy__error(err, "report", "cannot open \"%s\": %s",
+			     X.report_path, strerrordesc_np(-err));
 		return false;
 	}
+	X.report_std = NULL;
 	X.report_own = true;
+	X.report_on = true;
+	if (!hold && !fstat(X.report.fd, &st) && S_ISREG(st.st_mode)) {
+		close(X.report.fd);
+		X.report.fd = -1;
+	}
 	return true;
 }
 
@@ -231,15 +387,16 @@ static void write_report(void)
 	static struct report_out r; /* 4 KiB off a destructor's stack */
 	bool json = !strcmp(alloy__conf.report_format, "json");
 
-	r.fd = X.report_fd;
 	r.len = 0;
 	r.failed = false;
+	r.wrote = false;
 	alloy__rep_print(report_write, &r,
 			 json ? ALLOY_REPORT_JSON : ALLOY_REPORT_TEXT, X.leaks);
 	report_flush(&r);
 	if (X.report_own)
-		close(X.report_fd);
-	X.report_fd = -1;
+		alloy__rep_fd_close(&X.report);
+	X.report.fd = -1;
+	X.report_on = false;
 }
 
 /* ---- a forked child's own files ---------------------------------------- */
@@ -272,9 +429,10 @@ void alloy__rep_session_forked(void)
 		if (!own_file(c->log)) /* stderr and stdout are never one */
 			atomic_store(&alloy__rep_logging, false);
 	}
-	if (X.report_own && X.report_fd >= 0)
-		close(X.report_fd);
-	X.report_fd = -1;
+	if (X.report_own)
+		alloy__rep_fd_close(&X.report);
+	X.report.fd = -1;
+	X.report_on = false;
 	atomic_store(&X.reopen, atomic_load(&alloy__rep_tracing) ||
 					atomic_load(&alloy__rep_logging));
 }
@@ -360,22 +518,19 @@ bool alloy__rep_session_reopen_pending(void)
 
 /* ---- start and end ----------------------------------------------------- */
 
-static int save_fd(int fd)
-{
-	/* Above the low numbers programs expect to be theirs to reuse. */
-	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
-}
-
 void alloy__reporter_start(void)
 {
 	const struct alloy__conf *c = &alloy__conf;
 
 	if (!c->report[0] && !c->log[0] && !c->trace[0])
 		return;
-	X.err_fd = save_fd(STDERR_FILENO);
+	/* Else alloy's lines go to the program's stderr as it is then. */
+	if (!strcmp(c->report, "stderr") || !strcmp(c->log, "stderr") ||
+	    !strcmp(c->trace, "stderr"))
+		std_save(&X.err, STDERR_FILENO);
 	if (!strcmp(c->report, "stdout") || !strcmp(c->log, "stdout") ||
 	    !strcmp(c->trace, "stdout"))
-		X.out_fd = save_fd(STDOUT_FILENO);
+		std_save(&X.out, STDOUT_FILENO);
 	X.leaks = !strcmp(c->leaks, "off")	 ? REP_LEAKS_OFF
 		  : !strcmp(c->leaks, "summary") ? REP_LEAKS_SUMMARY
 						 : REP_LEAKS_FULL;
@@ -391,7 +546,7 @@ void alloy__reporter_start(void)
 	if (c->log[0] && alloy__rep_log_open(c->log))
 		alloy__conf_report("log:%s: %s; no event log", c->log,
 				   alloy_last_error());
-	if (c->report[0] && !report_open(c->report))
+	if (c->report[0] && !report_open(c->report, false))
 		alloy__conf_report("report:%s: %s; no exit report", c->report,
 				   alloy_last_error());
 	if (alloy_reporter_enable()) {
@@ -420,9 +575,9 @@ __attribute__((destructor)) static void session_end(void)
 	alloy__rep_log_close();
 	if (X.child && c->report[0]) {
 		/* A child reports only to a file of its own. */
-		if (!own_file(c->report) || !report_open(c->report))
+		if (!own_file(c->report) || !report_open(c->report, true))
 			return;
 	}
-	if (X.report_fd >= 0)
+	if (X.report_on)
 		write_report();
 }

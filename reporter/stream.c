@@ -17,15 +17,172 @@
  * regular file the part of the failed buffer that landed is cut off, so
  * the file still ends in a whole line and the trace can say at its end
  * that it is incomplete.
+ *
+ * The descriptors are alloy's, open in a program that does not know of
+ * them (docs/PRELOAD.md, "What alloy keeps open in your program"): they
+ * sit high and close on exec, and each write first checks that the
+ * number still holds the file alloy opened, since a program may close
+ * every descriptor above 2 (daemons, closefrom) and open its own files
+ * at the same numbers.
  */
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "core/arena.h"
+
+/*
+ * Kept descriptors go just below 1024, or below a lower soft
+ * RLIMIT_NOFILE: programs take the lowest free number (open, dup, pipe),
+ * shells the ones below 10 and bash up to 255.  Not above 1024: a soft
+ * limit may be in the millions, and a number up there makes the kernel
+ * grow the process's descriptor table for alloy alone.
+ */
+#define FD_TOP	1024
+#define FD_ROOM 32
+
+static int fd_base(void)
+{
+	struct rlimit rl;
+	rlim_t top = FD_TOP;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < top)
+		top = rl.rlim_cur;
+	return top > FD_ROOM + 3 ? (int)(top - FD_ROOM) : 3;
+}
+
+int alloy__rep_fd_copy(int fd)
+{
+	int base = fd_base(), copy;
+
+	/* Lower and lower while the numbers above base are all taken. */
+	for (;;) {
+		copy = fcntl(fd, F_DUPFD_CLOEXEC, base);
+		if (copy >= 0 || base == 3 ||
+		    (errno != EMFILE && errno != EINVAL))
+			return copy;
+		base = base / 2 > 3 ? base / 2 : 3;
+	}
+}
+
+void alloy__rep_fd_keep(struct rep_fd *k, int fd)
+{
+	struct stat st;
+	int high;
+
+	k->fd = -1;
+	if (fd < 0)
+		return;
+	/* With no number free up there, it stays where it is. */
+	if (fd < fd_base()) {
+		high = alloy__rep_fd_copy(fd);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+	}
+	if (fstat(fd, &st)) {
+		close(fd);
+		return;
+	}
+	k->fd = fd;
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+}
+
+bool alloy__rep_fd_ours(const struct rep_fd *k)
+{
+	struct stat st;
+
+	return k->fd >= 0 && !fstat(k->fd, &st) && st.st_dev == k->dev &&
+	       st.st_ino == k->ino;
+}
+
+void alloy__rep_fd_close(struct rep_fd *k)
+{
+	if (alloy__rep_fd_ours(k))
+		close(k->fd);
+	k->fd = -1;
+}
+
+/*
+ * path made absolute, "" if it does not fit.  The system call, not
+ * getcwd(): glibc's falls back to code that allocates.
+ */
+static void abs_path(char *abs, size_t len, const char *path)
+{
+	size_t n = strlen(path);
+	long k;
+
+	abs[0] = '\0';
+	if (path[0] == '/') {
+		if (n < len)
+			memcpy(abs, path, n + 1);
+		return;
+	}
+	k = syscall(SYS_getcwd, abs, len);
+	if (k <= 0 || abs[0] != '/') {
+		abs[0] = '\0';
+		return;
+	}
+	k = (long)strlen(abs);
+	if ((size_t)k + 1 + n >= len) {
+		abs[0] = '\0';
+		return;
+	}
+	abs[k] = '/';
+	memcpy(abs + k + 1, path, n + 1);
+}
+
+int alloy__rep_fd_open(struct rep_fd *k, const char *path, char *abs,
+		       size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	k->fd = -1;
+	if (fd < 0)
+		return -errno;
+	alloy__rep_fd_keep(k, fd);
+	if (k->fd < 0)
+		return -EBADF;
+	abs_path(abs, len, path);
+	return 0;
+}
+
+int alloy__rep_fd_append(struct rep_fd *k, const char *path, const char *abs)
+{
+	int fd, fl;
+
+	/* Never blocks on a FIFO with no reader left. */
+	fd = open(abs[0] ? abs : path,
+		  O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+	k->fd = -1;
+	if (fd < 0)
+		return -errno;
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	alloy__rep_fd_keep(k, fd);
+	return k->fd < 0 ? -EBADF : 0;
+}
+
+int alloy__rep_fd_reopen(struct rep_fd *k, const char *path, const char *abs)
+{
+	struct rep_fd was = *k;
+	int rc = alloy__rep_fd_append(k, path, abs);
+
+	if (rc)
+		return rc;
+	if (k->dev == was.dev && k->ino == was.ino)
+		return 0;
+	alloy__rep_fd_close(k);
+	return -ESTALE;
+}
 
 uint64_t alloy__rep_now_ns(void)
 {
@@ -43,8 +200,9 @@ int alloy__stream_open(struct rep_stream *s, const char *what,
 
 	/* The lock is statically initialised and may be held around fork. */
 	pthread_mutex_lock(&s->lock);
-	s->fd = -1;
+	s->out.fd = -1;
 	s->own_fd = false;
+	s->std = NULL;
 	s->regular = false;
 	s->what = what;
 	s->len = s->lines = s->lost = s->good = 0;
@@ -55,22 +213,21 @@ int alloy__stream_open(struct rep_stream *s, const char *what,
 		goto out_unlock;
 	}
 	if (!alloy__conf_names_file(where)) {
-		s->fd = alloy__rep_std_fd(where);
+		s->std = strcmp(where, "stdout") ? "stderr" : "stdout";
+		alloy__rep_std_fd(s->std, &s->out);
 		s->line_flush = true;
 	} else {
-		s->fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			     0644);
-		if (s->fd < 0) {
-			int err = errno;
-
-			rc = alloy__error(-err, __func__,
+		rc = alloy__rep_fd_open(&s->out, s->path, s->abs_path,
+					sizeof(s->abs_path));
+		if (rc) {
+			rc = alloy__error(rc, __func__,
 					  "cannot open \"%s\": %s", s->path,
-					  strerrordesc_np(err));
+					  strerrordesc_np(-rc));
 			goto out_unlock;
 		}
 		s->own_fd = true;
-		s->line_flush = isatty(s->fd);
-		s->regular = !fstat(s->fd, &st) && S_ISREG(st.st_mode);
+		s->line_flush = isatty(s->out.fd);
+		s->regular = !fstat(s->out.fd, &st) && S_ISREG(st.st_mode);
 	}
 	if (!s->buf) {
 		s->buf = alloy__arena_alloc(cap);
@@ -78,8 +235,8 @@ int alloy__stream_open(struct rep_stream *s, const char *what,
 	}
 	if (!s->buf) {
 		if (s->own_fd)
-			close(s->fd);
-		s->fd = -1;
+			alloy__rep_fd_close(&s->out);
+		s->out.fd = -1;
 		rc = alloy__error(-ENOMEM, __func__,
 				  "no memory for a %zu-byte buffer", cap);
 		goto out_unlock;
@@ -91,18 +248,58 @@ out_unlock:
 	return rc;
 }
 
+static const char *what_is_lost(const struct rep_stream *s)
+{
+	return !strcmp(s->what, "trace")
+		       ? "the trace is incomplete from here on"
+		       : "no more lines are written";
+}
+
 /* The first failure: say it once, and stop writing.  Under the lock. */
 static void write_failed(struct rep_stream *s, int err)
 {
 	s->error = err;
 	alloy__rep_say("%s:%s: write failed (%s); %s", s->what, s->path,
-		       strerrordesc_np(-err),
-		       !strcmp(s->what, "trace")
-			       ? "the trace is incomplete from here on"
-			       : "no more lines are written");
+		       strerrordesc_np(-err), what_is_lost(s));
 	/* Keep the file ending in a whole line (best effort). */
-	if (s->regular && !ftruncate(s->fd, (off_t)s->good))
-		lseek(s->fd, (off_t)s->good, SEEK_SET);
+	if (s->regular && alloy__rep_fd_ours(&s->out) &&
+	    !ftruncate(s->out.fd, (off_t)s->good))
+		lseek(s->out.fd, (off_t)s->good, SEEK_SET);
+}
+
+/*
+ * Whether the stream's descriptor still holds its file; under the lock.
+ * If the program closed it or put a file of its own at its number, a
+ * path is opened again to append (only if it is the same file) and
+ * stderr or stdout asked of the session again; else the stream stops,
+ * said once: nothing is written into the program's file.
+ */
+static bool still_ours(struct rep_stream *s)
+{
+	int fd = s->out.fd, err;
+
+	if (alloy__rep_fd_ours(&s->out))
+		return true;
+	if (s->std) {
+		if (alloy__rep_std_fd(s->std, &s->out) >= 0)
+			return true;
+		s->error = -EBADF;
+		alloy__rep_say(
+			"%s:%s: the program closed or replaced alloy's copy of its %s (descriptor %d), and its own is another file now; %s",
+			s->what, s->std, s->std, fd, what_is_lost(s));
+		return false;
+	}
+	err = alloy__rep_fd_reopen(&s->out, s->path, s->abs_path);
+	if (!err)
+		return true;
+	s->error = err;
+	alloy__rep_say(
+		"%s:%s: the program closed or replaced alloy's descriptor %d for it, and the file cannot be opened again (%s); %s",
+		s->what, s->path, fd,
+		err == -ESTALE ? "a different file is at the path now"
+			       : strerrordesc_np(-err),
+		what_is_lost(s));
+	return false;
 }
 
 /* Write the buffer out; under the lock. */
@@ -110,12 +307,16 @@ static int write_out(struct rep_stream *s)
 {
 	size_t off = 0;
 
+	if (!s->error && s->len && !still_ours(s)) {
+		for (size_t i = 0; i < s->len; i++)
+			s->lost += s->buf[i] == '\n';
+	}
 	if (s->error) {
 		s->len = 0;
 		return s->error;
 	}
 	while (off < s->len) {
-		ssize_t n = write(s->fd, s->buf + off, s->len - off);
+		ssize_t n = write(s->out.fd, s->buf + off, s->len - off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -137,7 +338,7 @@ static int write_out(struct rep_stream *s)
 bool alloy__stream_begin(struct rep_stream *s)
 {
 	pthread_mutex_lock(&s->lock);
-	if (s->fd >= 0)
+	if (s->out.fd >= 0)
 		return true;
 	pthread_mutex_unlock(&s->lock);
 	return false;
@@ -184,7 +385,7 @@ int alloy__stream_flush(struct rep_stream *s)
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->fd >= 0)
+	if (s->out.fd >= 0)
 		rc = write_out(s);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -203,27 +404,28 @@ void alloy__stream_put_last(struct rep_stream *s, const char *line, size_t len)
 	len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
 	memcpy(buf, line, len);
 	buf[len++] = '\n';
-	if (write(s->fd, buf, len) != (ssize_t)len)
+	if (!alloy__rep_fd_ours(&s->out) ||
+	    write(s->out.fd, buf, len) != (ssize_t)len)
 		s->lost++;
 }
 
 void alloy__stream_close(struct rep_stream *s)
 {
 	pthread_mutex_lock(&s->lock);
-	if (s->fd >= 0) {
+	if (s->out.fd >= 0) {
 		write_out(s);
 		if (s->own_fd)
-			close(s->fd);
+			alloy__rep_fd_close(&s->out);
 	}
-	s->fd = -1;
+	s->out.fd = -1;
 	s->len = 0;
 	pthread_mutex_unlock(&s->lock);
 }
 
 void alloy__stream_drop(struct rep_stream *s)
 {
-	if (s->own_fd && s->fd >= 0)
-		close(s->fd);
-	s->fd = -1;
+	if (s->own_fd)
+		alloy__rep_fd_close(&s->out);
+	s->out.fd = -1;
 	s->len = 0;
 }
