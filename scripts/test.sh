@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, second command: install what is missing, build, run the whole
 # test suite (make check).  With --ci it also runs a slice of NumPy's
-# tests under `alloy run`, repeats the suite in an ASan+UBSan build, then runs scripts/reliability.sh (threaded suites under
-# TSan, a subset under valgrind, a short fuzzing run).
+# tests under `alloy run`, repeats the suite in a build with every optional
+# part left out and in an ASan+UBSan build, then runs scripts/reliability.sh
+# (threaded suites under TSan, a subset under valgrind, a short fuzzing run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci=no
@@ -32,6 +33,12 @@ if [ "$ci" = yes ]; then
 	# A slice of NumPy's tests under alloy run on each backend (issue 11).
 	echo "=== NumPy's tests under alloy run (scripts/client-suites.sh --ci)"
 	bash scripts/client-suites.sh --ci
+	# Each optional part off: the tests of what is missing skip, saying
+	# why, and the rest still pass.
+	echo "=== again with every optional part left out (build-minimal)"
+	run_suite build-minimal --without-libunwind --without-python \
+		--without-jemalloc --without-mimalloc --without-libtorch \
+		--without-cuda
 	echo "=== again under ASan+UBSan"
 	run_suite build-asan --enable-sanitizers
 	# TSan on the threaded suites, valgrind, bounded fuzzing (issue 7).

@@ -7,9 +7,14 @@
 #   clitest_done NAME                     print the tally; false on failures
 #   clitest_scratch                       a directory $dir, removed at exit,
 #                                         with $out and $err in it
+#   clitest_stacks                        true where this build records call
+#                                         stacks (backtrace:1)
+#   check_stacks DESCRIPTION 'condition'  check, where there are call stacks;
+#                                         elsewhere counted as skipped
 ALLOY=${ALLOY:-./alloy}
 pass=0
 fail=0
+skip_stacks=0
 
 check() {
 	desc=$1
@@ -29,8 +34,29 @@ run() {
 	echo $?
 }
 
+# Call stacks need libunwind.  What configure decided (the build
+# directory's config.h) says whether they are expected, rather than
+# whether alloy accepts backtrace:1: a build that should have them and
+# refuses fails its checks instead of skipping them.  Without config.h
+# they are expected.
+clitest_stacks() {
+	conf_h=$(dirname "$ALLOY")/config.h
+	[ ! -f "$conf_h" ] || grep -q '^#define HAVE_LIBUNWIND 1' "$conf_h"
+}
+
+check_stacks() {
+	if clitest_stacks; then
+		check "$@"
+	else
+		skip_stacks=$((skip_stacks + 1))
+	fi
+}
+
 clitest_done() {
 	echo "$1: $pass passed, $fail failed"
+	if [ "$skip_stacks" != 0 ]; then
+		echo "$1: skipped: $skip_stacks checks of call stacks (built without libunwind)"
+	fi
 	[ "$fail" = 0 ]
 }
 

@@ -8,15 +8,19 @@
 # a zoom keeping only what is under the zoomed box, and the timeline's
 # breakdown of a chosen moment.  The SVG picture is screenshotted and must
 # not be blank.  Skipped (exit 77) where Chromium is not installed
-# (bash scripts/deps.sh --timeline installs it).  Run from the build
-# directory.
+# (bash scripts/deps.sh --timeline installs it), or in a build without
+# libunwind (its boxes are call stacks).  Run from the build directory.
 set -u
+. "$(dirname "$0")/clitest.sh"
+if ! clitest_stacks; then
+	echo "skipped: built without libunwind (the flame graph's boxes are call stacks, backtrace:1)"
+	exit 77
+fi
 browser=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$browser" ]; then
 	echo "skipped: no chromium (bash scripts/deps.sh --timeline installs it)"
 	exit 77
 fi
-. "$(dirname "$0")/clitest.sh"
 clitest_scratch
 
 flags="--headless --no-sandbox --disable-gpu --disable-background-networking --hide-scrollbars --enable-logging=stderr --v=0"

@@ -8,8 +8,8 @@
 # front served it: without the front the trace would hold nothing of
 # NumPy's).  Then the same script with `with alloy.owner("hold"):` gives
 # that array to the owner "hold", and the flame graph page of the run
-# names NumPy's object.  Skipped (exit 77) without the Python module or
-# NumPy.  Run from the build directory (make check does).
+# names NumPy's object.  Skipped (exit 77) without the Python module,
+# NumPy or libunwind.  Run from the build directory (make check does).
 set -u
 . "$(dirname "$0")/sanitizer.sh"
 if sanitizer_build; then
@@ -26,6 +26,10 @@ if ! "$py" -c 'import numpy' >/dev/null 2>&1; then
 	exit 77
 fi
 . "$(dirname "$0")/clitest.sh"
+if ! clitest_stacks; then
+	echo "skipped: built without libunwind (the checks are of the script's call stacks, backtrace:1)"
+	exit 77
+fi
 clitest_scratch
 
 json() { # file, python expression over `d` that must be true
