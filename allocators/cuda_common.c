@@ -14,9 +14,6 @@
 #include "allocators/builtin.h"
 #include "allocators/cuda.h"
 
-/* The built-in simulator: 16 GiB, never touched until used (MAP_NORESERVE). */
-#define SIM_BUILTIN_CAPACITY ((size_t)16 << 30)
-
 /*
  * Contexts made for the CUDA runtime source, by name.  The module builds
  * its allocators each time it is loaded, and a machine without a device
@@ -93,7 +90,6 @@ static struct {
 	struct alloy_allocator *a;
 	struct alloy_cuda_sim *sim;
 } sims[ALLOY_MAX_ALLOCATORS];
-static struct alloy_cuda_sim *builtin_sim;
 
 static int
 register_on_sim(struct alloy_cuda_sim *sim, const char *name,
@@ -170,23 +166,17 @@ struct alloy_cuda_sim *alloy_cuda_sim_of(struct alloy_allocator *a)
 struct alloy_cuda_sim *alloy_cuda_sim_builtin(void)
 {
 	alloy__ensure_init();
-	return builtin_sim;
+	return alloy__cuda_sim_builtin_device();
 }
 
 int alloy__register_cuda_sim_allocators(void)
 {
+	struct alloy_cuda_sim *sim = alloy__cuda_sim_builtin_device();
 	int rc;
 
-	if (!builtin_sim) {
-		rc = alloy_cuda_sim_create(SIM_BUILTIN_CAPACITY, &builtin_sim);
-		if (rc)
-			return rc;
-	}
-	rc = alloy_cuda_caching_register_sim(builtin_sim, "cuda_caching_sim",
-					     NULL);
+	rc = alloy_cuda_caching_register_sim(sim, "cuda_caching_sim", NULL);
 	if (!rc)
-		rc = alloy_cuda_host_register_sim(builtin_sim, "cuda_host_sim",
-						  NULL);
+		rc = alloy_cuda_host_register_sim(sim, "cuda_host_sim", NULL);
 	return rc;
 }
 

@@ -86,6 +86,13 @@ struct alloy__devsrc {
 
 struct alloy_cuda_sim;
 
+/*
+ * liballoy's own simulated device (cuda_caching_sim, cuda_host_sim): a
+ * static object, so that a process which never touches CUDA makes no
+ * device and no allocation for it, and its start cannot fail for it.
+ */
+struct alloy_cuda_sim *alloy__cuda_sim_builtin_device(void);
+
 /* The source view of a simulator (see alloy/cuda.h for its controls). */
 ALLOY_DEVSRC_PRIVATE struct alloy__devsrc
 alloy__cuda_sim_source(struct alloy_cuda_sim *sim);

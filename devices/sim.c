@@ -377,6 +377,21 @@ struct alloy__devsrc alloy__cuda_sim_source(struct alloy_cuda_sim *sim)
 
 /* ---- the controls of alloy/cuda.h --------------------------------------- */
 
+/* The built-in device's capacity: 16 GiB, never touched until used. */
+#define SIM_BUILTIN_CAPACITY ((size_t)16 << 30)
+
+static struct alloy_cuda_sim builtin_device = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.capacity = SIM_BUILTIN_CAPACITY,
+	.ndevices = 1,
+	.streams = &builtin_device.default_stream,
+};
+
+struct alloy_cuda_sim *alloy__cuda_sim_builtin_device(void)
+{
+	return &builtin_device;
+}
+
 int alloy_cuda_sim_create(size_t capacity, struct alloy_cuda_sim **out)
 {
 	struct alloy_cuda_sim *sim;

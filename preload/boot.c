@@ -15,6 +15,15 @@
  * hundred KiB in an ordinary run), so it is plain: one spinlock, no
  * per-thread caches, no merging.  A spinlock because it must work before
  * anything is initialised and across fork() with nothing to set up.
+ *
+ * The lock is held across fork() (boot.h), and the forking thread may
+ * still come here while it holds it: a pthread_atfork prepare handler
+ * registered before the front's runs after it and may free a block it
+ * took in its library's constructor, and a fork from a signal handler
+ * may interrupt this thread inside the lock.  So while a thread forks
+ * it passes the lock it holds; every other thread waits as it must.
+ * Outside a fork, coming back into the lock from a signal handler is the
+ * program's error, as it is with glibc's malloc, and waits forever.
  */
 #include <errno.h>
 #include <sched.h>
@@ -32,7 +41,14 @@
 #define PAGE	    ((uintptr_t)4096)
 #define COMMIT_STEP ((uintptr_t)4 << 20)
 #define RESERVE_MAX ((uintptr_t)16 << 30)
-#define RESERVE_MIN ((uintptr_t)64 << 20)
+/*
+ * Under a limit on the address space the range takes this share of it,
+ * and at least RESERVE_MIN: enough for what the loader and alloy's start
+ * need, and little enough that the program keeps what it had without
+ * alloy.
+ */
+#define RESERVE_SHARE 64
+#define RESERVE_MIN   ((uintptr_t)1 << 20)
 #define HDR_MAGIC   0xb007ca5eu
 /* Freed blocks from this size on give their pages back. */
 #define RELEASE_FROM ((size_t)64 << 10)
@@ -63,14 +79,26 @@ static struct {
 	struct free_block *free[NCLASSES];
 } B = { .lock = ATOMIC_FLAG_INIT };
 
+/* How deep this thread is in the lock (above 1 only while forking). */
+static __thread unsigned lock_held __attribute__((tls_model("initial-exec")));
+/* This thread is between the prepare and the parent or child handler. */
+static __thread bool forking __attribute__((tls_model("initial-exec")));
+
 static void lock(void)
 {
+	if (lock_held && forking) {
+		lock_held++; /* the forking thread holds it already */
+		return;
+	}
 	while (atomic_flag_test_and_set_explicit(&B.lock, memory_order_acquire))
 		sched_yield();
+	lock_held = 1;
 }
 
 static void unlock(void)
 {
+	if (--lock_held)
+		return;
 	atomic_flag_clear_explicit(&B.lock, memory_order_release);
 }
 
@@ -119,8 +147,9 @@ bool alloy__boot_live(const void *p)
 }
 
 /*
- * How much address space to take: 16 GiB, less when the process has a
- * limit on its address space (a reservation counts against it).
+ * How much address space to take: 16 GiB, which costs nothing, unless
+ * the process has a limit on its address space, which a reservation
+ * counts against: then a small share of it.
  */
 static uintptr_t reserve_bytes(void)
 {
@@ -128,8 +157,8 @@ static uintptr_t reserve_bytes(void)
 	uintptr_t n = RESERVE_MAX;
 
 	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 8 < n)
-		n = rl.rlim_cur / 8 & ~(PAGE - 1);
+	    rl.rlim_cur / RESERVE_SHARE < n)
+		n = rl.rlim_cur / RESERVE_SHARE & ~(PAGE - 1);
 	return n < RESERVE_MIN ? RESERVE_MIN : n;
 }
 
@@ -261,13 +290,6 @@ size_t alloy__boot_usable(const void *p)
 	return live(p, h) ? class_bytes(cls_of(h)) - off_of(h) : 0;
 }
 
-size_t alloy__boot_size(const void *p)
-{
-	const struct boot_hdr *h = hdr_of(p);
-
-	return live(p, h) ? h->size : 0;
-}
-
 void *alloy__boot_realloc(void *p, size_t size)
 {
 	struct boot_hdr *h = hdr_of(p);
@@ -285,7 +307,8 @@ void *alloy__boot_realloc(void *p, size_t size)
 	n = alloy__boot_alloc(size, HDR, false);
 	if (!n)
 		return NULL;
-	memcpy(n, p, h->size);
+	/* Every byte malloc_usable_size promised, as glibc keeps them. */
+	memcpy(n, p, alloy__boot_usable(p));
 	alloy__boot_free(p);
 	return n;
 }
@@ -300,15 +323,18 @@ void alloy__boot_usage(size_t *blocks, size_t *bytes)
 
 void alloy__boot_fork_prepare(void)
 {
+	forking = true;
 	lock();
 }
 
 void alloy__boot_fork_parent(void)
 {
 	unlock();
+	forking = false;
 }
 
 void alloy__boot_fork_child(void)
 {
 	unlock();
+	forking = false;
 }

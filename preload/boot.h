@@ -59,8 +59,6 @@ FRONT_HIDDEN void *alloy__boot_alloc(size_t size, size_t align, bool zero);
 FRONT_HIDDEN void alloy__boot_free(void *p);
 /* Bytes usable at p, a bootstrap block. */
 FRONT_HIDDEN size_t alloy__boot_usable(const void *p);
-/* The size p was asked with. */
-FRONT_HIDDEN size_t alloy__boot_size(const void *p);
 /* realloc within the bootstrap range (size > 0). */
 FRONT_HIDDEN void *alloy__boot_realloc(void *p, size_t size);
 

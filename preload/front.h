@@ -37,6 +37,17 @@ static inline bool alloy__front_serves(void)
 	       front_likely(alloy__front_depth == 0);
 }
 
+/*
+ * Fork handlers of alloy's side, run in glibc's malloc's order: after
+ * every other prepare handler, before every other parent and child
+ * handler (preload/atfork.c).  0, or ENOMEM when the list is full.
+ */
+FRONT_HIDDEN int alloy__front_atfork(void (*prepare)(void),
+				     void (*parent)(void),
+				     void (*child)(void));
+/* Register the front's handlers with glibc ahead of any others. */
+FRONT_HIDDEN void alloy__front_atfork_first(void);
+
 /* Report a pointer that free/realloc was given and alloy did not make. */
 FRONT_HIDDEN void alloy__front_bad_pointer(const char *func, const void *p);
 

@@ -175,12 +175,12 @@ __attribute__((constructor)) static void front_start(void)
 	void *warm;
 
 	/*
-	 * Registered before alloy registers its own handlers, so that the
-	 * bootstrap lock is taken last before fork: alloy's code may
-	 * allocate from it while holding one of its locks.
+	 * First on the front's list, so that the bootstrap lock is taken
+	 * last before fork: alloy's code may allocate from it while holding
+	 * one of its locks.
 	 */
-	pthread_atfork(alloy__boot_fork_prepare, alloy__boot_fork_parent,
-		       alloy__boot_fork_child);
+	alloy__front_atfork(alloy__boot_fork_prepare, alloy__boot_fork_parent,
+			    alloy__boot_fork_child);
 	alloy__front_depth++;
 	alloy_init();
 	warm = alloy_malloc(1);

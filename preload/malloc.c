@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <alloy/malloc.h>
+#include <alloy/registry.h>
 
 #include "preload/front.h"
 
@@ -132,10 +133,13 @@ INTERPOSE void *calloc(size_t nmemb, size_t size)
 	return p;
 }
 
-/* A bootstrap block grows into alloy's memory once alloy may serve. */
+/*
+ * A bootstrap block grows into alloy's memory once alloy may serve.  All
+ * of its usable bytes move, as glibc moves them.
+ */
 static void *realloc_boot(void *ptr, size_t size)
 {
-	size_t old = alloy__boot_size(ptr);
+	size_t old = alloy__boot_usable(ptr);
 	void *n;
 
 	if (size == 0) {
@@ -280,4 +284,36 @@ INTERPOSE size_t malloc_usable_size(void *ptr)
 	n = alloy_usable_size(ptr);
 	alloy__front_depth--;
 	return n;
+}
+
+static int trim_cpu_allocator(struct alloy_allocator *a, void *arg)
+{
+	bool *released = arg;
+
+	if (alloy_allocator_device_type(a) == ALLOY_DEVICE_CPU &&
+	    alloy_allocator_trim(a) > 0)
+		*released = true;
+	return 0;
+}
+
+/*
+ * glibc's malloc_trim gives the free memory of its heaps back to the
+ * system.  Under alloy the memory is in the CPU allocators, so each of
+ * them trims: its own caches and its backend's (default calls glibc's
+ * malloc_trim, jemalloc purges its arenas, mimalloc collects).  1 when
+ * any memory went back, 0 otherwise, as glibc answers.  pad, the slack
+ * glibc leaves at the top of its main heap, means nothing to the other
+ * backends; default trims glibc's heap in full.
+ */
+INTERPOSE int malloc_trim(size_t pad)
+{
+	bool released = false;
+
+	(void)pad;
+	if (!alloy__front_serves())
+		return 0; /* alloy itself, or before it started: nothing of its */
+	alloy__front_depth++;
+	alloy_foreach_allocator(trim_cpu_allocator, &released);
+	alloy__front_depth--;
+	return released;
 }
