@@ -19,11 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <alloy/alloy.h>
 
+#include "core/fd.h"
 #include "preload/front.h"
 
 __thread unsigned alloy__front_depth;
@@ -38,8 +38,6 @@ bool alloy__front_strict;
  * a lower soft RLIMIT_NOFILE, as the reporter's own descriptors
  * (docs/PRELOAD.md, "What alloy keeps open in your program").
  */
-#define SAVED_FD_TOP  1024
-#define SAVED_FD_ROOM 32
 
 static _Atomic unsigned long long bad_pointers;
 static int saved_fd = -1; /* a copy of the report's stream's fd */
@@ -112,25 +110,6 @@ static void at_exit(void)
 				: " (ALLOY_CONF=cpu:debug names each)");
 }
 
-/* A close-on-exec copy of fd at a high number, lower if none is free. */
-static int copy_high(int fd)
-{
-	struct rlimit rl;
-	rlim_t top = SAVED_FD_TOP;
-	int base, copy;
-
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < top)
-		top = rl.rlim_cur;
-	base = top > SAVED_FD_ROOM + 3 ? (int)(top - SAVED_FD_ROOM) : 3;
-	for (;;) {
-		copy = fcntl(fd, F_DUPFD_CLOEXEC, base);
-		if (copy >= 0 || base == 3 ||
-		    (errno != EMFILE && errno != EINVAL))
-			return copy;
-		base = base / 2 > 3 ? base / 2 : 3;
-	}
-}
-
 /*
  * A program may close stderr before exit handlers run (ls does); keep a
  * copy of the stream the report goes to, out of the program's way and
@@ -151,7 +130,7 @@ static void keep_report_stream(void)
 	else
 		return;
 	fd = fileno(*report_stream);
-	saved_fd = fd < 0 ? -1 : copy_high(fd);
+	saved_fd = fd < 0 ? -1 : alloy__fd_copy_high(fd);
 	if (saved_fd >= 0 && fstat(saved_fd, &st)) {
 		close(saved_fd);
 		saved_fd = -1;

@@ -285,8 +285,6 @@ struct rep_fd {
 	ino_t ino;
 };
 
-/* A high close-on-exec copy of fd (which stays open), or -1 and errno. */
-ALLOY_HIDDEN int alloy__rep_fd_copy(int fd);
 /*
  * Keep fd, a descriptor alloy just opened: moved high (fd closed) where
  * a number is free there, and its file remembered.  fd < 0 keeps none.

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "core/fd.h"
 
 #define REPORT_BUF 4096
 
@@ -100,7 +101,7 @@ static void std_save(struct std_copy *c, int std)
 		return;
 	c->dev = k.dev;
 	c->ino = k.ino;
-	atomic_store(&c->fd, alloy__rep_fd_copy(std));
+	atomic_store(&c->fd, alloy__fd_copy_high(std));
 }
 
 int alloy__rep_std_fd(const char *where, struct rep_fd *id)
@@ -129,7 +130,7 @@ int alloy__rep_std_fd(const char *where, struct rep_fd *id)
 		k.fd = -1;
 		goto out;
 	}
-	copy = alloy__rep_fd_copy(std);
+	copy = alloy__fd_copy_high(std);
 	if (copy < 0)
 		goto out; /* no number free: std itself */
 	if (atomic_compare_exchange_strong(&c->fd, &was, copy)) {

@@ -35,40 +35,7 @@
 
 #include "internal.h"
 #include "core/arena.h"
-
-/*
- * Kept descriptors go just below 1024, or below a lower soft
- * RLIMIT_NOFILE: programs take the lowest free number (open, dup, pipe),
- * shells the ones below 10 and bash up to 255.  Not above 1024: a soft
- * limit may be in the millions, and a number up there makes the kernel
- * grow the process's descriptor table for alloy alone.
- */
-#define FD_TOP	1024
-#define FD_ROOM 32
-
-static int fd_base(void)
-{
-	struct rlimit rl;
-	rlim_t top = FD_TOP;
-
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < top)
-		top = rl.rlim_cur;
-	return top > FD_ROOM + 3 ? (int)(top - FD_ROOM) : 3;
-}
-
-int alloy__rep_fd_copy(int fd)
-{
-	int base = fd_base(), copy;
-
-	/* Lower and lower while the numbers above base are all taken. */
-	for (;;) {
-		copy = fcntl(fd, F_DUPFD_CLOEXEC, base);
-		if (copy >= 0 || base == 3 ||
-		    (errno != EMFILE && errno != EINVAL))
-			return copy;
-		base = base / 2 > 3 ? base / 2 : 3;
-	}
-}
+#include "core/fd.h"
 
 void alloy__rep_fd_keep(struct rep_fd *k, int fd)
 {
@@ -79,8 +46,8 @@ void alloy__rep_fd_keep(struct rep_fd *k, int fd)
 	if (fd < 0)
 		return;
 	/* With no number free up there, it stays where it is. */
-	if (fd < fd_base()) {
-		high = alloy__rep_fd_copy(fd);
+	if (fd < alloy__fd_high_base()) {
+		high = alloy__fd_copy_high(fd);
 		if (high >= 0) {
 			close(fd);
 			fd = high;

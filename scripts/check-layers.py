@@ -53,11 +53,13 @@ LAYERS = [
 ]
 
 # Names of the C library that a folder defines in libc's place (the
-# LD_PRELOAD front's malloc family): a call to one of them is a call into
+# LD_PRELOAD front's malloc family and fork-handler registration): a call
+# to one of them is a call into
 # libc, which every folder may make, not into that folder.
 LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
               "posix_memalign", "aligned_alloc", "memalign", "valloc",
-              "pvalloc", "malloc_usable_size"}
+              "pvalloc", "malloc_usable_size", "malloc_trim",
+              "pthread_atfork", "__register_atfork"}
 
 LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}
 ROLE = {f: role for line in LAYERS for f, role in line}
