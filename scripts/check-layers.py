@@ -54,8 +54,8 @@ LAYERS = [
 
 # Names of the C library that a folder defines in libc's place (the
 # LD_PRELOAD front's malloc family and fork-handler registration): a call
-# to one of them is a call into
-# libc, which every folder may make, not into that folder.
+# to one of them is a call into libc, which every folder may make, not
+# into that folder.
 LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
               "posix_memalign", "aligned_alloc", "memalign", "valloc",
               "pvalloc", "malloc_usable_size", "malloc_trim",
