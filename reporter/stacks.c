@@ -252,6 +252,8 @@ int alloy__rep_stacks_init(void)
 	return 0;
 }
 
+/* What capturing a stack needs. */
+#ifdef HAVE_LIBUNWIND
 static bool ours(uintptr_t pc)
 {
 	for (int i = 0; i < S.nours; i++)
@@ -361,6 +363,7 @@ out:
 	pthread_mutex_unlock(&S.lock);
 	return id;
 }
+#endif /* HAVE_LIBUNWIND */
 
 bool alloy__rep_stacks_available(void)
 {
