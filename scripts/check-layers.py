@@ -38,14 +38,15 @@ import sys
 LAYERS = [
     [("core", "ops, DataPtr, registry, ALLOY_CONF, modules, plugins")],
     [("devices", "CUDA memory sources; the thread's device and stream")],
-    [("allocators", "default, fail, debug, jemalloc, mimalloc, CUDA "
+    [("allocators", "built-in allocators: default, fail, debug, CUDA "
       "policies"),
      ("contexts", "cpu and cuda device contexts"),
      ("reporter", "accounting, event log, trace, exit and leak reports")],
     [("tensor", "TypeMeta, Storage, Tensor, Blob, Workspace, "
       "SyncedMemory")],
     [("root", "liballoy's composition root: what it registers at start"),
-     ("modules", "entries of modules that compose parts (alloy_cuda.so)")],
+     ("modules", "alloy_<name>.so: jemalloc, mimalloc (with their "
+      "caches), cuda")],
     [("preload", "liballoy_preload.so: the malloc family for any program")],
     [("interop", "DLPack and the PyTorch allocator adapter")],
     [("python", "the CPython module"),

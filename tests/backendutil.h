@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "allocators/modtcache.h"
+#include "modules/modtcache.h"
 
 struct backend_probe {
 	/* Whether the backend made the block at p. */
@@ -127,7 +127,7 @@ static inline void backend_check_realloc(struct alloy_allocator *a,
 }
 
 /*
- * A thread's cache in a module (allocators/modtcache.h) is a block of the
+ * A thread's cache in a module (modules/modtcache.h) is a block of the
  * backend's, made at the thread's first keep and given back at its exit:
  * make it, empty, so that what a test counts after is the blocks kept.
  */
@@ -141,7 +141,7 @@ static inline void backend_make_thread_cache(struct alloy_allocator *a)
 }
 
 /*
- * The module's per-thread cache (allocators/modtcache.h), with a default
+ * The module's per-thread cache (modules/modtcache.h), with a default
  * configuration: a freed block serves the next request of its class at
  * any alignment up to 64, zeroed when asked; a list keeps at most the
  * depth, and 64 KiB beyond its first block; a block grown into the range

@@ -297,7 +297,7 @@ START_TEST(plain_blocks_through_jemallocs_own)
 END_TEST
 
 /*
- * The large cache (allocators/modcache.h): a freed 100,000-byte block
+ * The large cache (modules/modcache.h): a freed 100,000-byte block
  * serves the next request of its class (98,305-114,688 bytes), at most 2
  * are kept per class, a zeroed request goes to jemalloc and is zero,
  * trim gives the kept ones back, cache:0 keeps nothing, a bad size is

@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <mimalloc.h>
 
-#include "allocators/modtcache.h"
+#include "modules/modtcache.h"
 
 #define MODULE ALLOY_BUILD_DIR "/.libs/alloy_mimalloc.so"
 
@@ -200,7 +200,7 @@ START_TEST(stats_and_realloc)
 END_TEST
 
 /*
- * The per-thread cache (allocators/modtcache.h) under the plain-pointer
+ * The per-thread cache (modules/modtcache.h) under the plain-pointer
  * API: a freed 1040-byte block (a plain 1 KiB one) serves the next
  * request of its size class, at most 7 are kept, a reused block is zeroed
  * when asked, small blocks are kept from 33 bytes, and trim gives them
@@ -244,7 +244,7 @@ START_TEST(thread_cache_reuse_and_depth)
 END_TEST
 
 /*
- * The large cache (allocators/modcache.h): a freed 300,000-byte block
+ * The large cache (modules/modcache.h): a freed 300,000-byte block
  * serves the next request of its class (262,145-327,680 bytes), at most
  * 2 are kept per class, a zeroed request goes to mimalloc, trim gives
  * the kept ones back, cache:0 keeps nothing, a bad size is refused.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/modtcache.c - a backend module's per-thread cache of free
+ * modules/modtcache.c - a backend module's per-thread cache of free
  * blocks: its state, and the paths the inline pop and push in
- * allocators/modtcache.h hand over (that header has why and the rules).
+ * modules/modtcache.h hand over (that header has why and the rules).
  */
 #include <errno.h>
 #include <limits.h>
@@ -14,7 +14,7 @@
 #include <alloy/plugin.h>
 
 #include "allocators/freelink.h"
-#include "allocators/modtcache.h"
+#include "modules/modtcache.h"
 
 /*
  * Each thread's cache, made at its first keep (make_cache) from the

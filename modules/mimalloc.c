@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/mimalloc.c - the "mimalloc" module: CPU memory from
+ * modules/mimalloc.c - the "mimalloc" module: CPU memory from
  * mimalloc's own API (mi_malloc / mi_malloc_aligned / mi_free), never
  * from its malloc.
  *
@@ -35,11 +35,11 @@
 #include <alloy/conf.h>
 #include <alloy/plugin.h>
 
-#include "allocators/modcache.h"
-#include "allocators/modtcache.h"
+#include "modules/modcache.h"
+#include "modules/modtcache.h"
 
 /*
- * The thread cache (allocators/modtcache.h) up to 64 KiB, the large cache
+ * The thread cache (modules/modtcache.h) up to 64 KiB, the large cache
  * above: from 128 KiB mimalloc gives every block a span of its own (2,136
  * instructions a pair at 128 KiB).
  */
@@ -226,7 +226,7 @@ static size_t block_bytes(const void *ptr)
 	return mi_usable_size(ptr);
 }
 
-/* The thread cache's blocks (allocators/modtcache.h). */
+/* The thread cache's blocks (modules/modtcache.h). */
 static void *make_cached(size_t bytes, size_t align, bool zero)
 {
 	return alloc_uncached(bytes, align, zero);

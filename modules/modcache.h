@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/modcache.h - a backend module's process-wide cache of free
+ * modules/modcache.h - a backend module's process-wide cache of free
  * large blocks: what the default allocator's mapping cache
  * (allocators/bigblock.c) is to glibc, for jemalloc and mimalloc.
  *
@@ -14,7 +14,7 @@
  * such blocks in its heap once its dynamic threshold has moved).  So the
  * module keeps freed blocks of 2^lg_min to 2^(lg_min + 8) bytes: a list
  * of at most MODCACHE_DEPTH blocks per size class, four classes to a
- * doubling (allocators/quarterclass.h), each block made at its class's
+ * doubling (modules/quarterclass.h), each block made at its class's
  * full size, and at most a limit of bytes in all ("cache" option of the
  * module, 64 MiB unless set, as the default allocator's; 0 turns it
  * off).
@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allocators/quarterclass.h"
+#include "modules/quarterclass.h"
 
 /* Within the module that compiles it in: no lookup through the GOT. */
 #define MODCACHE_API __attribute__((visibility("hidden")))

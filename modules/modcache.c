@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/modcache.c - a backend module's process-wide cache of free
- * large blocks (allocators/modcache.h has why and the rules).
+ * modules/modcache.c - a backend module's process-wide cache of free
+ * large blocks (modules/modcache.h has why and the rules).
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <alloy/conf.h>
 #include <alloy/plugin.h>
 
-#include "allocators/modcache.h"
+#include "modules/modcache.h"
 
 MODCACHE_API size_t modcache_min;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * allocators/jemalloc.c - the "jemalloc" module: CPU memory from jemalloc,
+ * modules/jemalloc.c - the "jemalloc" module: CPU memory from jemalloc,
  * never through the process's malloc.
  *
  * Two of jemalloc's entry points serve a block.  Where no flag is needed
@@ -35,11 +35,11 @@
  * size and alignment only), which sdallocx needs to find the same class.
  *
  * Blocks of 33 bytes to 64 KiB at alignments up to 64 go through the
- * module's per-thread cache (allocators/modtcache.h) - up to 1 KiB only
+ * module's per-thread cache (modules/modtcache.h) - up to 1 KiB only
  * where the alignment is the class's own (a DataPtr's 64 B at 64; the
  * plain-pointer API's 16-aligned blocks stay with jemalloc's malloc
  * there) - and larger ones through its process-wide cache
- * (allocators/modcache.h), both on the shared arena only.
+ * (modules/modcache.h), both on the shared arena only.
  *
  * Option jemalloc.arena:dedicated gives alloy an arena of its own, so that
  * what the stats report is alloy's memory alone even in a process whose
@@ -61,8 +61,8 @@
 
 #include <alloy/plugin.h>
 
-#include "allocators/modcache.h"
-#include "allocators/modtcache.h"
+#include "modules/modcache.h"
+#include "modules/modtcache.h"
 
 /* Sizes up to this have their natural alignment in the table. */
 #define TABLE_MAX 1024
@@ -177,7 +177,7 @@ static size_t block_bytes(const void *ptr)
 }
 
 /*
- * The thread cache's blocks (allocators/modtcache.h), on the shared arena
+ * The thread cache's blocks (modules/modtcache.h), on the shared arena
  * with flags 0: 64 is natural above 1 KiB.
  */
 static void *make_cached(size_t bytes, size_t align, bool zero);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/modtcache.h - a backend module's per-thread cache of free
+ * modules/modtcache.h - a backend module's per-thread cache of free
  * blocks, 33 bytes to 64 KiB: what the default allocator's thread cache
  * (allocators/default_cache.h) is to glibc, for jemalloc and mimalloc.
  *
@@ -17,10 +17,10 @@
  * runtime's small buffers are, pays that every time.  Below 1 KiB a pair
  * through jemalloc's module and its table of flags cost more than a pop
  * and a push: both modules start at 33 bytes (jemalloc's where the
- * alignment asked is the class's own, allocators/jemalloc.c).
+ * alignment asked is the class's own, modules/jemalloc.c).
  *
  * One list per size class, four classes to a doubling
- * (allocators/quarterclass.h; the classes of both backends in this
+ * (modules/quarterclass.h; the classes of both backends in this
  * range), each block made at its class's full size, so that any block of
  * a list holds any request of the class.  A block is kept only if aligned
  * to 16 at least; a request (at most 64-aligned) takes its list's head if
@@ -49,7 +49,7 @@
  * count them as in use, as before they were freed.
  *
  * Compiled into each module that uses it (each has its own cache, key and
- * options), as allocators/modcache.c is.
+ * options), as modules/modcache.c is.
  */
 #ifndef ALLOY_ALLOCATORS_MODTCACHE_H
 #define ALLOY_ALLOCATORS_MODTCACHE_H
@@ -62,13 +62,13 @@
 #include <alloy/allocator.h>
 
 #include "allocators/freelink.h"
-#include "allocators/modcache.h"
-#include "allocators/quarterclass.h"
+#include "modules/modcache.h"
+#include "modules/quarterclass.h"
 
 /*
  * The first doubling above 2^5 bytes, eleven of them: 33 B .. 64 KiB.  A
  * module may keep fewer of these sizes (jemalloc's keeps those below
- * 1 KiB only at their class's own alignment: see allocators/jemalloc.c).
+ * 1 KiB only at their class's own alignment: see modules/jemalloc.c).
  */
 #define MTCACHE_LG_MIN	  5
 #define MTCACHE_DOUBLINGS 11
@@ -143,7 +143,7 @@ MODCACHE_API void mtcache_flush_self(void);
 
 /*
  * The fast paths below are inline in the module's ops, a pop and a push;
- * allocators/modtcache.c has the rest and the state they read.
+ * modules/modtcache.c has the rest and the state they read.
  */
 struct mtcache {
 	void *head[MTCACHE_BINS];
@@ -152,7 +152,7 @@ struct mtcache {
 
 /*
  * The calling thread's cache: before its first keep and after its exit,
- * a cache that keeps nothing, never NULL (allocators/modtcache.c says
+ * a cache that keeps nothing, never NULL (modules/modtcache.c says
  * why only a pointer, and why initial-exec).
  */
 extern MODCACHE_API __thread struct mtcache *mtcache_self

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/quarterclass.h - size classes four to a doubling, as
+ * modules/quarterclass.h - size classes four to a doubling, as
  * jemalloc's and mimalloc's are above their smallest sizes: the classes
  * over 2^k bytes are 1.25, 1.5, 1.75 and 2 times 2^k.
  *
