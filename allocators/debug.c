@@ -19,30 +19,56 @@
  * show, and when it leaves the quarantine its poison is checked to catch
  * writes after free.  Only then does the memory go back to the inner.
  *
- * One mutex guards the table and the quarantine; this allocator is for
- * finding bugs, not for speed.  Backtraces are taken before locking.
+ * The table is open-addressed (linear probing) and grows and shrinks
+ * with the number of records, so finding a block costs the same with a
+ * dozen blocks live or millions.  Records and the table come straight
+ * from mmap: through the LD_PRELOAD front a malloc from inside alloy is
+ * served by the front's small bootstrap allocator, which is not made for
+ * millions of records, and mmap takes no lock that fork() needs.
+ *
+ * One mutex guards the table, the records and the quarantine; this
+ * allocator is for finding bugs, not for speed.  Backtraces are taken and
+ * the inner allocator is called outside it.  How it behaves across a
+ * fork() from a signal handler is explained at the fork handlers below.
  */
+#include <errno.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "allocators/builtin.h"
 #include "allocators/wrap.h"
 #include "core/conf.h"
 #include <alloy/debug.h>
 
-#define FRAMES		   16
-#define BUCKET_BITS	   12
+/*
+ * LeakSanitizer does not look inside mmap'd memory for pointers, and the
+ * records are the only holders of the blocks' addresses: in sanitizer
+ * builds the record slabs are registered as roots (as core/arena.c does).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define lsan_root(p, n) __lsan_register_root_region((p), (n))
+#else
+#define lsan_root(p, n) ((void)(p), (void)(n))
+#endif
+
+#define FRAMES	   16
+#define MIN_SLOTS  1024
+#define SLAB_BYTES ((size_t)1 << 20)
+/* A slot whose record was removed: probing goes on past it. */
+#define TOMB		   ((struct block *)1)
 #define DEFAULT_REDZONE	   32
 #define MAX_REDZONE	   4096
 #define DEFAULT_QUARANTINE 256
 
 struct block {
-	struct block *next;  /* hash chain */
-	struct block *qnext; /* quarantine, oldest first */
+	struct block *qnext; /* quarantine (oldest first), or spare records */
 	char *user;
 	size_t size;
 	size_t align;
@@ -56,10 +82,24 @@ struct block {
 	void *free_site[FRAMES];
 };
 
+/* The table: a power of two of slots, each NULL, TOMB or a record. */
+struct table {
+	size_t bytes; /* of its mapping */
+	size_t mask;  /* slots - 1 */
+	struct block *slot[];
+};
+
 struct debug_state {
 	struct alloy__wrap w;
 	pthread_mutex_t lock;
-	struct block *buckets[1u << BUCKET_BITS];
+	struct table *table;	 /* NULL until the first block */
+	size_t used;		 /* records in the table */
+	size_t tombs;		 /* TOMB slots in the table */
+	struct block *spare;	 /* records free for reuse */
+	char *carve, *carve_end; /* the unused part of the newest slab */
+	size_t records;		 /* records carved in all */
+	/* forks that found their thread inside the critical section */
+	atomic_uint_fast64_t nested_forks;
 	struct block *qhead;
 	struct block *qtail;
 	size_t qcount;
@@ -89,29 +129,152 @@ static const char *const error_names[ALLOY_DEBUG_ERROR_KINDS] = {
 
 /* ---- the table of blocks -------------------------------------------- */
 
-static struct block **bucket(struct debug_state *d, const void *p)
+/*
+ * Every step below leaves the table usable at every instruction (see the
+ * fork handlers): a record is complete before the one store that puts it
+ * in a slot, a grown table is complete before the one store that
+ * publishes it, and the counts err on the side that only grows the
+ * table early.
+ */
+
+static size_t slot_of(const struct table *t, const void *p)
 {
 	uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
 
-	return &d->buckets[h >> (64 - BUCKET_BITS)];
+	return (size_t)(h >> 32) & t->mask;
 }
 
-static struct block *find_locked(struct debug_state *d, const void *p)
+static struct table *table_new(size_t slots)
 {
-	for (struct block *b = *bucket(d, p); b; b = b->next)
-		if (b->user == p)
-			return b;
-	return NULL;
+	size_t bytes = sizeof(struct table) + slots * sizeof(struct block *);
+	struct table *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (t == MAP_FAILED)
+		return NULL;
+	t->bytes = bytes;
+	t->mask = slots - 1;
+	return t; /* slots zero: all empty */
 }
 
-static void unlink_locked(struct debug_state *d, struct block *victim)
+/* The slot holding p's record, or NULL. */
+static struct block **find_slot(struct table *t, const void *p)
 {
-	for (struct block **pp = bucket(d, victim->user); *pp;
-	     pp = &(*pp)->next)
-		if (*pp == victim) {
-			*pp = victim->next;
-			return;
-		}
+	if (!t)
+		return NULL;
+	for (size_t i = slot_of(t, p);; i = (i + 1) & t->mask) {
+		struct block *b = t->slot[i];
+
+		if (!b)
+			return NULL;
+		if (b != TOMB && b->user == p)
+			return &t->slot[i];
+	}
+}
+
+/* Put b in the first free slot on its path (user pointers are unique). */
+static void place(struct table *t, struct block *b)
+{
+	size_t i = slot_of(t, b->user);
+
+	while (t->slot[i] && t->slot[i] != TOMB)
+		i = (i + 1) & t->mask;
+	t->slot[i] = b;
+}
+
+/*
+ * A table sized for the records there are (a quarter full), without
+ * tombs: it grows as blocks are added, shrinks after they went, and is
+ * rebuilt only after a quarter of its slots changed, so each operation
+ * pays O(1) for it on average.
+ */
+static int rehash_locked(struct debug_state *d)
+{
+	struct table *old = d->table, *t;
+	size_t slots = MIN_SLOTS;
+
+	while (slots / 4 < d->used + 1)
+		slots *= 2;
+	t = table_new(slots);
+	if (!t)
+		return -1;
+	if (old)
+		for (size_t i = 0; i <= old->mask; i++)
+			if (old->slot[i] && old->slot[i] != TOMB)
+				place(t, old->slot[i]);
+	d->table = t;
+	d->tombs = 0;
+	if (old)
+		munmap(old, old->bytes);
+	return 0;
+}
+
+static int insert_locked(struct debug_state *d, struct block *b)
+{
+	struct table *t = d->table;
+	size_t i;
+
+	/* At most half the slots taken: probes stay short and end. */
+	if (!t || 2 * (d->used + d->tombs + 1) > t->mask + 1) {
+		if (rehash_locked(d))
+			return -1;
+		t = d->table;
+	}
+	d->used++;
+	i = slot_of(t, b->user);
+	while (t->slot[i] && t->slot[i] != TOMB)
+		i = (i + 1) & t->mask;
+	if (t->slot[i] == TOMB) {
+		t->slot[i] = b;
+		d->tombs--;
+	} else {
+		t->slot[i] = b;
+	}
+	return 0;
+}
+
+static void remove_locked(struct debug_state *d, struct block **slot)
+{
+	struct table *t = d->table;
+	size_t i = (size_t)(slot - t->slot);
+
+	/* Before an empty slot no probe needs to pass: empty it too. */
+	if (!t->slot[(i + 1) & t->mask]) {
+		*slot = NULL;
+	} else {
+		*slot = TOMB;
+		d->tombs++;
+	}
+	d->used--;
+	/* Mostly empty: smaller (failing that, it stays as it is). */
+	if (t->mask + 1 > MIN_SLOTS && 16 * d->used < t->mask + 1)
+		rehash_locked(d);
+}
+
+/* A record for a new block: a spare one, or carved from a slab. */
+static struct block *record_locked(struct debug_state *d)
+{
+	struct block *b = d->spare;
+
+	if (b) {
+		d->spare = b->qnext;
+		return b;
+	}
+	if ((size_t)(d->carve_end - d->carve) < sizeof(*b)) {
+		char *slab = mmap(NULL, SLAB_BYTES, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (slab == MAP_FAILED)
+			return NULL;
+		lsan_root(slab, SLAB_BYTES);
+		/* Slabs stay: the records are bounded by the peak. */
+		d->carve = slab;
+		d->carve_end = slab + SLAB_BYTES;
+	}
+	b = (struct block *)d->carve;
+	d->carve += sizeof(*b);
+	d->records++;
+	return b;
 }
 
 /* ---- reports ---------------------------------------------------------- */
@@ -260,15 +423,18 @@ static size_t evict_locked(struct debug_state *d, size_t keep,
 {
 	size_t bytes = 0;
 
-	while (d->qcount > keep) {
+	while (d->qcount > keep && d->qhead) {
 		struct block *b = d->qhead;
+		struct block **slot;
 
 		d->qhead = b->qnext;
 		if (!d->qhead)
 			d->qtail = NULL;
 		d->qcount--;
 		check_poison(d, b);
-		unlink_locked(d, b);
+		slot = find_slot(d->table, b->user);
+		if (slot)
+			remove_locked(d, slot);
 		bytes += b->total;
 		b->qnext = *out;
 		*out = b;
@@ -276,16 +442,43 @@ static size_t evict_locked(struct debug_state *d, size_t keep,
 	return bytes;
 }
 
+/*
+ * The critical section: the mutex, with a mark on this thread that it is
+ * inside (or about to be, or just left), which the fork handlers read.
+ */
+static __thread volatile sig_atomic_t inside
+	__attribute__((tls_model("initial-exec")));
+
+static void enter(struct debug_state *d)
+{
+	inside = inside + 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&d->lock);
+}
+
+static void leave(struct debug_state *d)
+{
+	pthread_mutex_unlock(&d->lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	inside = inside - 1;
+}
+
+/* Give evicted blocks back to the inner, then their records to spare. */
 static void release(struct debug_state *d, struct block *list)
 {
-	while (list) {
-		struct block *b = list;
+	struct block *last = NULL;
 
-		list = b->qnext;
+	for (struct block *b = list; b; b = b->qnext) {
 		alloy__wrap_inner_free(&d->w, b->inner, b->user - b->front,
 				       b->total, b->align);
-		free(b);
+		last = b;
 	}
+	if (!last)
+		return;
+	enter(d);
+	last->qnext = d->spare;
+	d->spare = list;
+	leave(d);
 }
 
 /* ---- the allocator ------------------------------------------------------ */
@@ -295,6 +488,9 @@ static void *debug_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	struct debug_state *d = ctx;
 	size_t rz = atomic_load(&d->redzone);
 	size_t front = (rz + align - 1) & ~(align - 1);
+	struct alloy_allocator *inner;
+	void *site[FRAMES];
+	int nsite;
 	struct block *b;
 	size_t total;
 	char *base;
@@ -306,35 +502,50 @@ static void *debug_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 			     size, rz);
 		return NULL;
 	}
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return NULL;
-	b->nalloc = backtrace(b->alloc_site, FRAMES);
-	base = alloy__wrap_inner_alloc(&d->w, &b->inner, total, align,
+	nsite = backtrace(site, FRAMES);
+	base = alloy__wrap_inner_alloc(&d->w, &inner, total, align,
 				       flags & ~ALLOY_ALLOC_ZERO);
-	if (!base) {
-		free(b);
+	if (!base)
 		return NULL;
-	}
-	b->user = base + front;
-	b->size = size;
-	b->align = align;
-	b->front = front;
-	b->total = total;
 	memset(base, ALLOY_DEBUG_FILL_REDZONE, front);
-	memset(b->user + size, ALLOY_DEBUG_FILL_REDZONE, rz);
+	memset(base + front + size, ALLOY_DEBUG_FILL_REDZONE, rz);
 	/* Unwritten memory reads as junk, unless asked to be zero. */
-	memset(b->user,
+	memset(base + front,
 	       (flags & ALLOY_ALLOC_ZERO) || alloy__conf.zero_fill
 		       ? 0
 		       : ALLOY_DEBUG_FILL_NEW,
 	       size);
 
-	pthread_mutex_lock(&d->lock);
-	b->next = *bucket(d, b->user);
-	*bucket(d, b->user) = b;
-	pthread_mutex_unlock(&d->lock);
-	return b->user;
+	enter(d);
+	b = record_locked(d);
+	if (b) {
+		b->qnext = NULL;
+		b->user = base + front;
+		b->size = size;
+		b->align = align;
+		b->front = front;
+		b->total = total;
+		b->inner = inner;
+		b->freed = false;
+		b->nalloc = nsite;
+		b->nfree = 0;
+		memcpy(b->alloc_site, site, sizeof(site));
+		if (insert_locked(d, b)) {
+			b->qnext = d->spare;
+			d->spare = b;
+			b = NULL;
+		}
+	}
+	leave(d);
+	if (!b) {
+		alloy__wrap_inner_free(&d->w, inner, base, total, align);
+		alloy__error(
+			-ENOMEM, "alloy_alloc",
+			"debug: no memory for the record of a %zu-byte block",
+			size);
+		return NULL;
+	}
+	return base + front;
 }
 
 static void debug_free(void *ctx, void *ptr, size_t size, size_t align)
@@ -343,17 +554,19 @@ static void debug_free(void *ctx, void *ptr, size_t size, size_t align)
 	struct block *evicted = NULL;
 	void *site[FRAMES];
 	int nsite = backtrace(site, FRAMES);
+	struct block **slot;
 	struct block *b;
 
-	pthread_mutex_lock(&d->lock);
-	b = find_locked(d, ptr);
-	if (!b) {
+	enter(d);
+	slot = find_slot(d->table, ptr);
+	if (!slot) {
 		/* Not ours: touching it could crash or corrupt; leave it. */
 		report(d, ALLOY_DEBUG_FOREIGN_FREE, NULL,
 		       "%p (%zu bytes) was not allocated by \"debug\", or was freed long ago",
 		       ptr, size);
 		goto out;
 	}
+	b = *slot;
 	if (b->freed) {
 		report(d, ALLOY_DEBUG_DOUBLE_FREE, b,
 		       "%p freed again; the second free is ignored", ptr);
@@ -378,7 +591,7 @@ static void debug_free(void *ctx, void *ptr, size_t size, size_t align)
 	d->qcount++;
 	evict_locked(d, atomic_load(&d->quarantine), &evicted);
 out:
-	pthread_mutex_unlock(&d->lock);
+	leave(d);
 	release(d, evicted);
 }
 
@@ -395,9 +608,9 @@ static long long debug_trim(void *ctx)
 	struct block *evicted = NULL;
 	size_t bytes;
 
-	pthread_mutex_lock(&d->lock);
+	enter(d);
 	bytes = evict_locked(d, 0, &evicted);
-	pthread_mutex_unlock(&d->lock);
+	leave(d);
 	release(d, evicted);
 	return (long long)bytes;
 }
@@ -461,26 +674,99 @@ static const struct alloy_allocator_ops debug_ops = {
 };
 
 /*
- * fork(): another thread may hold the table's lock at that moment, and
- * the child, where that thread does not exist, would hang at its first
- * allocation through debug.  The lock is taken before fork and released
- * on both sides.  Registered after core's handlers (alloy__fork_setup
- * runs first at init), so this prepare runs before theirs: the table's
- * lock is the outer one, held around calls into the inner allocator.
+ * fork(): another thread may hold the lock at that moment, and the
+ * child, where that thread does not exist, would hang at its first
+ * allocation through debug.  So the lock is taken before fork and
+ * released on both sides.  Registered after core's handlers
+ * (alloy__fork_setup runs first at init), so this prepare runs before
+ * theirs.
+ *
+ * A fork from a signal handler may find this very thread inside the
+ * critical section (or inside another fork, between this prepare and its
+ * parent handler): taking the lock again would wait forever, and glibc
+ * promises a single-threaded program that fork is async-signal-safe with
+ * respect to malloc.  So a prepare on a thread marked inside does not
+ * take the lock, and its parent handler does not release it: the
+ * interrupted code still holds it and goes on when the handler returns.
+ * The child must be able to allocate (or exec, or exit through handlers
+ * that free), so it starts with a fresh lock, and it rebuilds what a
+ * half-done step could leave inconsistent: the quarantine list is made
+ * again from the records in the table marked freed.  The table itself
+ * and the spare records are changed in an order that is consistent at
+ * every instruction, so the child may use them as they are; at worst a
+ * record or an old table is lost to it.  What the child may not do is
+ * return from the handler into the interrupted step, which would go on
+ * with what it read before the fork: as in glibc, only fork itself is
+ * async-signal-safe, not the allocator.
+ *
+ * We chose this over blocking signals around the critical section (two
+ * system calls on every allocation and free) and over a recursive lock
+ * (the child would still inherit the half-done step, and the interrupted
+ * step's own thread would be let in while it is torn).
  */
+static __thread int fork_skips __attribute__((tls_model("initial-exec")));
+
 static void fork_prepare(void)
 {
+	if (inside) {
+		fork_skips++;
+		return;
+	}
+	inside = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	pthread_mutex_lock(&ds.lock);
 }
 
-static void fork_release(void)
+static void fork_parent(void)
 {
-	pthread_mutex_unlock(&ds.lock);
+	if (fork_skips) {
+		fork_skips--;
+		atomic_fetch_add(&ds.nested_forks, 1);
+		return;
+	}
+	leave(&ds);
+}
+
+/* The child of a fork that found its thread inside: see above. */
+static void rebuild_locked(struct debug_state *d)
+{
+	struct table *t = d->table;
+
+	d->qhead = NULL;
+	d->qtail = NULL;
+	d->qcount = 0;
+	for (size_t i = 0; t && i <= t->mask; i++) {
+		struct block *b = t->slot[i];
+
+		if (!b || b == TOMB || !b->freed)
+			continue;
+		b->qnext = NULL;
+		if (d->qtail)
+			d->qtail->qnext = b;
+		else
+			d->qhead = b;
+		d->qtail = b;
+		d->qcount++;
+	}
+}
+
+static void fork_child(void)
+{
+	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	if (!fork_skips) {
+		leave(&ds);
+		return;
+	}
+	fork_skips--;
+	atomic_fetch_add(&ds.nested_forks, 1);
+	memcpy(&ds.lock, &fresh, sizeof(fresh));
+	rebuild_locked(&ds);
 }
 
 static void fork_setup(void)
 {
-	pthread_atfork(fork_prepare, fork_release, fork_release);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 int alloy__register_debug_allocator(void)
@@ -518,7 +804,7 @@ size_t alloy_debug_last_report(char *buf, size_t len)
 {
 	size_t n;
 
-	pthread_mutex_lock(&ds.lock);
+	enter(&ds);
 	n = ds.last_len;
 	if (buf && len) {
 		size_t c = n < len - 1 ? n : len - 1;
@@ -526,19 +812,43 @@ size_t alloy_debug_last_report(char *buf, size_t len)
 		memcpy(buf, ds.last, c);
 		buf[c] = '\0';
 	}
-	pthread_mutex_unlock(&ds.lock);
+	leave(&ds);
 	return n;
 }
 
 int alloy_debug_check(void)
 {
+	struct table *t;
 	int bad = 0;
 
-	pthread_mutex_lock(&ds.lock);
-	for (size_t i = 0; i < ARRAY_SIZE(ds.buckets); i++)
-		for (struct block *b = ds.buckets[i]; b; b = b->next)
+	enter(&ds);
+	t = ds.table;
+	for (size_t i = 0; t && i <= t->mask; i++) {
+		struct block *b = t->slot[i];
+
+		if (b && b != TOMB)
 			bad += b->freed ? check_poison(&ds, b)
 					: check_redzones(&ds, b);
-	pthread_mutex_unlock(&ds.lock);
+	}
+	leave(&ds);
 	return bad;
+}
+
+/*
+ * For alloy's tests (exported, not API): the table's slots, the records
+ * in it, the records made in all, and the forks that found their thread
+ * inside the critical section.
+ */
+ALLOY_PRIVATE void alloy__debug_table_stats(size_t *slots, size_t *used,
+					    size_t *records,
+					    uint64_t *nested_forks);
+void alloy__debug_table_stats(size_t *slots, size_t *used, size_t *records,
+			      uint64_t *nested_forks)
+{
+	enter(&ds);
+	*slots = ds.table ? ds.table->mask + 1 : 0;
+	*used = ds.used;
+	*records = ds.records;
+	*nested_forks = atomic_load(&ds.nested_forks);
+	leave(&ds);
 }

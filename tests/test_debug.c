@@ -7,9 +7,16 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
+
+/* allocators/debug.c, exported for the tests. */
+void alloy__debug_table_stats(size_t *slots, size_t *used, size_t *records,
+			      uint64_t *nested_forks);
 
 static struct alloy_allocator *dbg;
 static const struct alloy_allocator_ops *ops;
@@ -362,6 +369,236 @@ START_TEST(unregister_releases_the_quarantine)
 }
 END_TEST
 
+static size_t table_slots(size_t *used)
+{
+	size_t slots, records;
+	uint64_t nested;
+
+	alloy__debug_table_stats(&slots, used, &records, &nested);
+	return slots;
+}
+
+/*
+ * The table grows with the blocks, so that a lookup stays a short probe:
+ * with a quarter of a million blocks live it is at most half full and at
+ * least an eighth, every block is found (freed without a report) and a
+ * pointer inside a block is still not taken for one.  Once they are gone
+ * it shrinks again.
+ */
+START_TEST(table_grows_and_shrinks_with_the_blocks)
+{
+	enum { N = 1 << 18 };
+	char **p = malloc(N * sizeof(*p));
+	size_t used, slots;
+
+	ck_assert_ptr_nonnull(p);
+	setup_debug("debug.redzone:0,debug.quarantine:0");
+	for (size_t i = 0; i < N; i++) {
+		p[i] = ops->alloc(ctx, 8, 8, 0);
+		ck_assert_ptr_nonnull(p[i]);
+		*(uint64_t *)p[i] = i;
+	}
+	slots = table_slots(&used);
+	ck_assert_uint_eq(used, N);
+	ck_assert_uint_ge(slots, 2 * (size_t)N);
+	ck_assert_uint_le(slots, 8 * (size_t)N);
+	ops->free(ctx, p[N / 2] + 1, 7, 8);
+	ck_assert_uint_eq(alloy_debug_errors(ALLOY_DEBUG_FOREIGN_FREE), 1);
+	ck_assert_int_eq(alloy_debug_check(), 0);
+	for (size_t i = 0; i < N; i++) {
+		ck_assert_uint_eq(*(uint64_t *)p[i], i);
+		ops->free(ctx, p[i], 8, 8);
+	}
+	ck_assert_uint_eq(alloy_debug_errors(-1), 1);
+	ck_assert_int_eq(alloy_allocator_live_blocks(dbg), 0);
+	/* Churn rebuilds it for the few blocks there are now. */
+	for (int i = 0; i < 4 * N; i++)
+		ops->free(ctx, ops->alloc(ctx, 8, 8, 0), 8, 8);
+	slots = table_slots(&used);
+	ck_assert_uint_eq(used, 0);
+	ck_assert_uint_le(slots, 4096);
+	free(p);
+}
+END_TEST
+
+/*
+ * Records are reused: blocks made and freed over and over take no new
+ * records once the quarantine is full.
+ */
+START_TEST(records_are_reused)
+{
+	size_t slots, used, before, after;
+	uint64_t nested;
+
+	setup_debug("debug.quarantine:16");
+	for (int i = 0; i < 1000; i++)
+		ops->free(ctx, ops->alloc(ctx, 24, 8, 0), 24, 8);
+	alloy__debug_table_stats(&slots, &used, &before, &nested);
+	for (int i = 0; i < 100000; i++)
+		ops->free(ctx, ops->alloc(ctx, 24, 8, 0), 24, 8);
+	alloy__debug_table_stats(&slots, &used, &after, &nested);
+	ck_assert_uint_eq(after, before);
+	ck_assert_uint_eq(used, 16);
+	ck_assert_uint_eq(alloy_debug_errors(-1), 0);
+}
+END_TEST
+
+static volatile sig_atomic_t alarm_forks, alarm_failures;
+
+/*
+ * SIGALRM once, 50 to 305 microseconds from now: re-armed by the handler
+ * when it is done, so the interrupted code always gets on between forks.
+ */
+static void arm_alarm(void)
+{
+	static unsigned state = 99;
+	struct itimerval once = { { 0, 0 }, { 0, 50 } };
+
+	state = state * 1103515245 + 12345;
+	once.it_value.tv_usec += (state >> 8) % 256;
+	setitimer(ITIMER_REAL, &once, NULL);
+}
+
+/* Fork; the child exits at once (as glibc's test does), the parent waits. */
+static void fork_on_alarm(int sig)
+{
+	int saved = errno, status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0) {
+		alarm_failures = alarm_failures + 1;
+	} else {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			alarm_failures = alarm_failures + 1;
+		alarm_forks = alarm_forks + 1;
+	}
+	arm_alarm();
+	errno = saved;
+}
+
+/*
+ * Fork from a signal handler that interrupted this thread inside debug's
+ * critical section: the fork must not wait for the lock the interrupted
+ * code holds, the parent must go on, and a child of such a fork must be
+ * able to allocate and free through debug.  Signals come until a few
+ * such forks happened (debug counts them) or the time is up.
+ */
+START_TEST(fork_from_a_signal_handler_inside_debug)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa = { .sa_handler = fork_on_alarm };
+	void *slot[64] = { 0 };
+	size_t slots, used, records;
+	uint64_t nested = 0;
+	struct timespec t0, t;
+	unsigned seed = 7;
+
+	setup_debug("debug.quarantine:8");
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	arm_alarm();
+	do {
+		for (int k = 0; k < 256; k++) {
+			int i = rand_r(&seed) % 64;
+
+			if (slot[i])
+				ops->free(ctx, slot[i], 40, 8);
+			slot[i] = ops->alloc(ctx, 40, 8, 0);
+			ck_assert_ptr_nonnull(slot[i]);
+		}
+		alloy__debug_table_stats(&slots, &used, &records, &nested);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (nested < 5 && !alarm_failures && t.tv_sec - t0.tv_sec < 10);
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGALRM, SIG_DFL);
+	ck_assert_int_eq(alarm_failures, 0);
+	ck_assert_msg(nested > 0, "no signal came inside debug in %d forks",
+		      (int)alarm_forks);
+	for (int i = 0; i < 64; i++)
+		if (slot[i])
+			ops->free(ctx, slot[i], 40, 8);
+	ck_assert_msg(alloy_debug_errors(-1) == 0, "%s", last_report());
+	ck_assert_int_eq(alloy_debug_check(), 0);
+}
+END_TEST
+
+/*
+ * The child of a fork that interrupted debug's critical section starts
+ * with a fresh lock and a quarantine rebuilt from the records: it can
+ * allocate, free and trim, and sees every block the parent had.
+ */
+static volatile sig_atomic_t child_status = -1;
+
+static void fork_and_use_debug(int sig)
+{
+	int saved = errno, status;
+	pid_t pid;
+
+	if (child_status != -1)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		void *p = ops->alloc(ctx, 100, 8, 0);
+
+		if (!p)
+			_exit(2);
+		ops->free(ctx, p, 100, 8);
+		if (alloy_debug_check() || alloy_allocator_trim(dbg) < 0 ||
+		    alloy_debug_errors(-1))
+			_exit(3);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+	arm_alarm();
+	errno = saved;
+}
+
+START_TEST(child_of_a_fork_inside_debug_allocates)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa = { .sa_handler = fork_and_use_debug };
+	size_t slots, used, records;
+	uint64_t nested = 0, before;
+	struct timespec t0, t;
+	void *p;
+
+	setup_debug("debug.quarantine:8,debug.inner:default");
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/*
+	 * The signal may come only while alloy_debug_check() runs, which
+	 * holds debug's lock and calls no other allocator, so the child's
+	 * own use of the inner allocator finds that consistent.
+	 */
+	do {
+		alloy__debug_table_stats(&slots, &used, &records, &before);
+		child_status = -1;
+		p = ops->alloc(ctx, 40, 8, 0);
+		ck_assert_ptr_nonnull(p);
+		arm_alarm();
+		for (int k = 0; k < 2000 && child_status == -1; k++)
+			alloy_debug_check();
+		setitimer(ITIMER_REAL, &off, NULL);
+		ops->free(ctx, p, 40, 8);
+		alloy__debug_table_stats(&slots, &used, &records, &nested);
+		if (child_status != -1 && nested > before)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 10);
+	signal(SIGALRM, SIG_DFL);
+	ck_assert_msg(nested > before, "no signal came inside debug");
+	ck_assert_int_eq(child_status, 0);
+}
+END_TEST
+
 Suite *suite_debug(void)
 {
 	Suite *s = suite_create("debug");
@@ -384,6 +621,12 @@ Suite *suite_debug(void)
 	tcase_add_test(tc, inner_failure_leaves_nothing);
 	tcase_add_test(tc, bad_options_are_reported);
 	tcase_add_test(tc, unregister_releases_the_quarantine);
+	tcase_add_test(tc, table_grows_and_shrinks_with_the_blocks);
+	tcase_add_test(tc, records_are_reused);
+	tcase_add_test(tc, fork_from_a_signal_handler_inside_debug);
+	tcase_add_test(tc, child_of_a_fork_inside_debug_allocates);
+	/* a quarter of a million blocks, and forks until enough interrupt */
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }
