@@ -209,5 +209,6 @@ extern const struct bench bench_tensor;
 extern const struct bench bench_cuda;
 extern const struct bench bench_profiler;
 extern const struct bench bench_front;
+extern const struct bench bench_debug;
 
 #endif /* ALLOY_TOOLS_BENCH_H */
