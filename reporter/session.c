@@ -523,6 +523,10 @@ void alloy__reporter_start(void)
 {
 	const struct alloy__conf *c = &alloy__conf;
 
+	/* Refused wherever it is set: `alloy conf` and a library alike. */
+	if (c->backtrace && !alloy__rep_stacks_available())
+		alloy__conf_report(
+			"backtrace:1: this alloy was built without libunwind; no call stacks are recorded");
 	if (!c->report[0] && !c->log[0] && !c->trace[0])
 		return;
 	/* Else alloy's lines go to the program's stderr as it is then. */
@@ -536,9 +540,6 @@ void alloy__reporter_start(void)
 		  : !strcmp(c->leaks, "summary") ? REP_LEAKS_SUMMARY
 						 : REP_LEAKS_FULL;
 	alloy__rep_stacks_init();
-	if (c->backtrace && !alloy__rep_stacks_available())
-		alloy__conf_report(
-			"backtrace:1: this alloy was built without libunwind; no call stacks are recorded");
 	if (c->trace[0] && alloy__rep_trace_open(c->trace, NULL))
 		alloy__conf_report("trace:%s: %s; no trace written", c->trace,
 				   alloy_last_error());

@@ -27,6 +27,9 @@ if ! clitest_stacks; then
 	ALLOY_CONF="trace:$dir/refused.trace,backtrace:1" $PROG >"$out" 2>"$err"
 	check "without libunwind, backtrace:1 is said to record no call stacks" \
 		'grep -q "^alloy: ALLOY_CONF: backtrace:1: this alloy was built without libunwind; no call stacks are recorded" "$err"'
+	rc=$(ALLOY_CONF=backtrace:1 run conf)
+	check "without libunwind, alloy conf calls backtrace:1 an error (exit 1)" \
+		'[ "$rc" = 1 ] && grep -q "backtrace:1: this alloy was built without libunwind" "$err"'
 fi
 
 # ---- the at-peak report of a program of known sites and owners --------
