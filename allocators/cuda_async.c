@@ -14,7 +14,7 @@
  */
 
 #include "core/internal.h"
-#include "allocators/cuda.h"
+#include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 
 #define ASYNC_ALIGN 256u /* what cudaMallocAsync guarantees */

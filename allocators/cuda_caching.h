@@ -11,7 +11,7 @@
 #include <alloy/cuda.h>
 
 #include "core/internal.h"
-#include "allocators/cuda.h"
+#include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 
 #define CC_MAX_DEVICES	   16

@@ -12,7 +12,7 @@
 
 #include "core/internal.h"
 #include "allocators/builtin.h"
-#include "allocators/cuda.h"
+#include "allocators/cuda_policy.h"
 
 /*
  * Contexts made for the CUDA runtime source, by name.  The module builds

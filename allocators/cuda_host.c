@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "allocators/cuda.h"
+#include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 
 #define CH_MIN_BLOCK 512u

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "allocators/cuda.h"
+#include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 
 #define PLAIN_ALIGN 256u /* what cudaMalloc guarantees */

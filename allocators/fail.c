@@ -15,6 +15,7 @@
 
 #include "allocators/builtin.h"
 #include "allocators/wrap.h"
+#include "core/hash.h"
 #include <alloy/fail.h>
 
 struct fail_state {
@@ -29,15 +30,6 @@ struct fail_state {
 
 static struct fail_state fs = { .run = 1 };
 
-/* splitmix64's finaliser: a good 64-bit mix of the allocation number. */
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /*
  * Number this allocation; 0 to let it through, else its number, with
  * the reason given as the thread's error (alloy_alloc appends it).
@@ -50,6 +42,7 @@ static uint64_t should_fail(struct fail_state *s)
 	uint64_t nth = atomic_load_explicit(&s->nth, memory_order_relaxed);
 	uint64_t run = atomic_load_explicit(&s->run, memory_order_relaxed);
 	uint64_t th = atomic_load_explicit(&s->threshold, memory_order_relaxed);
+	uint64_t seed = atomic_load_explicit(&s->seed, memory_order_relaxed);
 
 	if (nth && n >= nth && n - nth < run) {
 		alloy__error(
@@ -60,8 +53,7 @@ static uint64_t should_fail(struct fail_state *s)
 		return n;
 	}
 	if (th != UINT64_MAX &&
-	    (!th || mix(atomic_load_explicit(&s->seed, memory_order_relaxed) ^
-			mix(n)) >= th))
+	    (!th || alloy__mix64(seed ^ alloy__mix64(n)) >= th))
 		return 0;
 	alloy__error(-ENOMEM, "fail",
 		     "allocation %llu failed at random (probability)",

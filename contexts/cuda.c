@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "contexts/cuda.h"
+#include "contexts/cuda_context.h"
 
 struct cuda_ctx {
 	struct alloy__devsrc src;

@@ -370,15 +370,6 @@ int alloy__alloc_default_checked(int device_type, size_t size,
 	return alloy_alloc_default(device_type, size, flags, out);
 }
 
-int(alloy_alloc_default)(int device_type, size_t size, unsigned flags,
-			 struct alloy_data_ptr *out)
-{
-	if (unlikely(!out || (unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT ||
-		     size_unusual(size)))
-		return alloc_default_slow(device_type, size, flags, out);
-	return alloy_alloc_default(device_type, size, flags, out);
-}
-
 /*
  * The fast path could not start: alloy__alloc_settle makes the whole
  * call.  A function of its own, called last, so that the fast path keeps
@@ -433,60 +424,6 @@ int alloy__alloc_settle(struct alloy_allocator *a, size_t size, size_t align,
 	if (out->ctx)
 		return alloc_failed(out);
 	return (alloy_alloc)(a, size, align, flags, out);
-}
-
-int(alloy_alloc)(struct alloy_allocator *a, size_t size, size_t align,
-		 unsigned flags, struct alloy_data_ptr *out)
-{
-	struct alloy__tls *t;
-	int rc;
-
-	if (unlikely(!out))
-		return alloy__error(-EINVAL, __func__, "out is NULL");
-	if (unlikely(!a)) {
-		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, __func__, "allocator is NULL");
-	}
-	alloy__ensure_init();
-	/* 0 passes: it asks for the configured alignment. */
-	if (unlikely(align & (align - 1))) {
-		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, __func__,
-				    "alignment %zu is not a power of two",
-				    align);
-	}
-	if (unlikely(align > ALLOY_ALIGN_MAX)) {
-		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-EINVAL, __func__,
-				    "alignment %zu is larger than %zu", align,
-				    ALLOY_ALIGN_MAX);
-	}
-	align = effective_align(align);
-	if (unlikely(size_unusual(size)))
-		return size_refused(__func__, a->ops.device_type, size, align,
-				    out);
-	t = alloy__tls_get();
-	if (unlikely(!t)) {
-		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-ENOMEM, __func__,
-				    "no memory for this thread's accounting");
-	}
-	if (unlikely(!alloy__count_on_live(t, a, size, false))) {
-		*out = ALLOY_DATA_PTR_INIT;
-		return alloy__error(-ENODEV, __func__,
-				    "allocator \"%s\" is being unregistered",
-				    a->name);
-	}
-	describe(out, a, a->ops.device_type, size, align);
-	rc = alloc_call(a, &t->error_mark, flags, out);
-	if (!rc && unlikely(alloy__hooks_now()))
-		report_alloc(a, out);
-	return rc;
-}
-
-void(alloy_data_ptr_free)(struct alloy_data_ptr *dp)
-{
-	alloy_data_ptr_free(dp);
 }
 
 static bool made_by_registry(const struct alloy_data_ptr *dp)
@@ -691,4 +628,81 @@ int alloy_allocator_stats(struct alloy_allocator *a,
 	mine.size = size;
 	memcpy(st, &mine, size);
 	return 0;
+}
+
+/*
+ * ---- the out-of-line entry points --------------------------------------
+ *
+ * The public headers define alloy_alloc, alloy_alloc_default and
+ * alloy_data_ptr_free as macros over their inline wrappers, and the
+ * functions above call them that way, as any caller does.  The functions
+ * of the same names come last and with the macros undefined, so that
+ * their definitions read as plain C (and tools that index C, ctags and
+ * cscope, find them); the exported names are the same either way.
+ */
+#undef alloy_alloc_default
+#undef alloy_alloc
+#undef alloy_data_ptr_free
+
+int alloy_alloc_default(int device_type, size_t size, unsigned flags,
+			struct alloy_data_ptr *out)
+{
+	if (unlikely(!out || (unsigned)device_type >= ALLOY_DEVICE_TYPE_COUNT ||
+		     size_unusual(size)))
+		return alloc_default_slow(device_type, size, flags, out);
+	return alloy__alloc_default_inline(device_type, size, flags, out);
+}
+
+int alloy_alloc(struct alloy_allocator *a, size_t size, size_t align,
+		unsigned flags, struct alloy_data_ptr *out)
+{
+	struct alloy__tls *t;
+	int rc;
+
+	if (unlikely(!out))
+		return alloy__error(-EINVAL, __func__, "out is NULL");
+	if (unlikely(!a)) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-EINVAL, __func__, "allocator is NULL");
+	}
+	alloy__ensure_init();
+	/* 0 passes: it asks for the configured alignment. */
+	if (unlikely(align & (align - 1))) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-EINVAL, __func__,
+				    "alignment %zu is not a power of two",
+				    align);
+	}
+	if (unlikely(align > ALLOY_ALIGN_MAX)) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-EINVAL, __func__,
+				    "alignment %zu is larger than %zu", align,
+				    ALLOY_ALIGN_MAX);
+	}
+	align = effective_align(align);
+	if (unlikely(size_unusual(size)))
+		return size_refused(__func__, a->ops.device_type, size, align,
+				    out);
+	t = alloy__tls_get();
+	if (unlikely(!t)) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-ENOMEM, __func__,
+				    "no memory for this thread's accounting");
+	}
+	if (unlikely(!alloy__count_on_live(t, a, size, false))) {
+		*out = ALLOY_DATA_PTR_INIT;
+		return alloy__error(-ENODEV, __func__,
+				    "allocator \"%s\" is being unregistered",
+				    a->name);
+	}
+	describe(out, a, a->ops.device_type, size, align);
+	rc = alloc_call(a, &t->error_mark, flags, out);
+	if (!rc && unlikely(alloy__hooks_now()))
+		report_alloc(a, out);
+	return rc;
+}
+
+void alloy_data_ptr_free(struct alloy_data_ptr *dp)
+{
+	alloy__data_ptr_free_inline(dp);
 }

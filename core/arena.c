@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 
 #include "core/arena.h"
 
@@ -163,7 +163,7 @@ void alloy__arena_usage(size_t *mapped, size_t *in_use)
 	pthread_mutex_unlock(&arena.lock);
 }
 
-/* The public view of the same (alloy/malloc.h), added for the front's tests. */
+/* The public view of the same (alloy/plain.h), added for the front's tests. */
 void alloy_own_memory(size_t *mapped, size_t *in_use)
 {
 	alloy__arena_usage(mapped, in_use);

@@ -24,7 +24,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 
 #include "internal.h"
 #include "acct.h"

@@ -15,8 +15,8 @@
 #include <alloy/plugin.h>
 
 #include "devices/cuda_runtime.h"
-#include "allocators/cuda.h"
-#include "contexts/cuda.h"
+#include "allocators/cuda_policy.h"
+#include "contexts/cuda_context.h"
 
 static struct alloy_plugin_allocator allocators[4];
 static struct alloy_plugin_context contexts[1];

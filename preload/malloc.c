@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * preload/malloc.c - the malloc family of an unmodified program, served
- * by alloy's plain-pointer API (alloy/malloc.h).
+ * by alloy's plain-pointer API (alloy/plain.h).
  *
  * These definitions interpose on glibc's by ELF symbol lookup: the
  * library comes first in LD_PRELOAD, so every object of the process,
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 #include <alloy/registry.h>
 
 #include "preload/front.h"

@@ -26,7 +26,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
 #include <stdio.h>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 
 #define HANDLER_NAME "alloy"
 

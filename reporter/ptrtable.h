@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "internal.h"
 
 #define REP_NSHARDS 64
@@ -51,17 +52,6 @@ ALLOY_HIDDEN int alloy__ptrtable_grow(struct rep_shard *s);
 #define REGION_SHIFT 21
 
 /*
- * Fibonacci hashing: one multiply, the top bits are well mixed.  Picks
- * a region's shard.
- */
-#define GOLDEN 0x9e3779b97f4a7c15ULL
-
-static inline uint64_t mix(uint64_t x)
-{
-	return x * GOLDEN;
-}
-
-/*
  * The slot key of a block: a mix of the 1 KiB chunk it lies in, then its
  * place in the chunk in 16-byte units, so that blocks in one chunk get
  * neighbouring slots.  An allocator hands out neighbouring blocks one
@@ -76,7 +66,7 @@ static inline uint64_t mix(uint64_t x)
 
 static inline uint64_t hash_ptr(uintptr_t p)
 {
-	uint64_t chunk = mix((uint64_t)p >> CHUNK_SHIFT) >> 32;
+	uint64_t chunk = alloy__mix64((uint64_t)p >> CHUNK_SHIFT) >> 32;
 
 	return chunk << (CHUNK_SHIFT - 4) |
 	       (((uint64_t)p >> 4) & ((1u << (CHUNK_SHIFT - 4)) - 1));
@@ -103,7 +93,7 @@ static inline void shard_unlock(struct rep_shard *s)
 static inline struct rep_shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &alloy__rep_shards[mix(p >> REGION_SHIFT) >> 58]; /* 64 */
+	return &alloy__rep_shards[alloy__mix64(p >> REGION_SHIFT) >> 58]; /* 64 */
 }
 
 /* The home slot: the low bits of the key, as many as cap needs. */

@@ -9,7 +9,7 @@
  * where there is debug information.  Run with ALLOY_CONF=trace:...,backtrace:1.
  */
 #include <cstdio>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 
 #define KEEP __attribute__((noinline, noclone))
 /* The calls are not the last thing the functions do: no frame is lost. */

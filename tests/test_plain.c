@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tests/test_plain.c - the plain-pointer API (alloy/malloc.h): glibc's
+ * tests/test_plain.c - the plain-pointer API (alloy/plain.h): glibc's
  * contract for malloc, calloc, realloc, aligned allocation and their
  * errors; the block going back to its maker after a swap; pointers alloy
  * did not make; the reporter seeing plain blocks; threads.

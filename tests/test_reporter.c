@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 #include <alloy/owner.h>
 
 #include "testutil.h"

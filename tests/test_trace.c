@@ -16,7 +16,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 
 #include "testutil.h"
 #include "tools/peak.h"

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "trace.h"
 
 /* Call progress every so many lines. */
@@ -78,14 +79,6 @@ static int fail(struct reader *r, const char *fmt, ...)
 
 /* ---- block id -> value map (the reader's live set, replay's blocks) - */
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static int blockmap_grow(struct blockmap *m)
 {
 	size_t cap = m->cap ? 2 * m->cap : 1024;
@@ -96,7 +89,7 @@ static int blockmap_grow(struct blockmap *m)
 	for (size_t i = 0; i < m->cap; i++) {
 		if (!m->slots[i].id)
 			continue;
-		size_t j = mix(m->slots[i].id) & (cap - 1);
+		size_t j = alloy__mix64(m->slots[i].id) & (cap - 1);
 
 		while (n[j].id)
 			j = (j + 1) & (cap - 1);
@@ -114,7 +107,7 @@ struct blockmap_slot *blockmap_find(struct blockmap *m, uint64_t id)
 
 	if (!m->cap)
 		return NULL;
-	for (j = mix(id) & (m->cap - 1); m->slots[j].id;
+	for (j = alloy__mix64(id) & (m->cap - 1); m->slots[j].id;
 	     j = (j + 1) & (m->cap - 1))
 		if (m->slots[j].id == id)
 			return &m->slots[j];
@@ -127,7 +120,7 @@ int blockmap_insert(struct blockmap *m, uint64_t id, uint64_t value)
 
 	if (2 * (m->used + 1) > m->cap && blockmap_grow(m))
 		return -ENOMEM;
-	for (j = mix(id) & (m->cap - 1); m->slots[j].id;
+	for (j = alloy__mix64(id) & (m->cap - 1); m->slots[j].id;
 	     j = (j + 1) & (m->cap - 1))
 		if (m->slots[j].id == id)
 			return -EEXIST;
@@ -146,7 +139,7 @@ void blockmap_remove(struct blockmap *m, struct blockmap_slot *slot)
 		j = (j + 1) & mask;
 		if (!m->slots[j].id)
 			break;
-		size_t k = mix(m->slots[j].id) & mask;
+		size_t k = alloy__mix64(m->slots[j].id) & mask;
 
 		if ((j > i && (k <= i || k > j)) ||
 		    (j < i && k <= i && k > j)) {

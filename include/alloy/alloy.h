@@ -10,7 +10,7 @@
 #include <alloy/device.h>
 #include <alloy/allocator.h>
 #include <alloy/registry.h>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 #include <alloy/owner.h>
 #include <alloy/conf.h>
 #include <alloy/context.h>

@@ -3,7 +3,7 @@
  * alloy/torch.h - PyTorch's CPU tensors on alloy (liballoy_torch).
  *
  * The adapter is a c10::Allocator whose blocks come from alloy's CPU
- * default through the plain-pointer API (alloy/malloc.h), 64-byte aligned
+ * default through the plain-pointer API (alloy/plain.h), 64-byte aligned
  * as c10 wants, so ALLOY_CONF picks the backend and the reporter counts
  * torch.empty() and every other CPU tensor PyTorch makes.  It is installed
  * with c10::SetCPUAllocator at priority 0, the priority of c10's own.

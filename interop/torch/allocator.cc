@@ -19,7 +19,7 @@
 #include <c10/util/Exception.h>
 
 #include <alloy/error.h>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 #include <alloy/torch.h>
 
 namespace {

@@ -5,7 +5,7 @@
  * while another thread is inside it, holding the plugin lock.
  */
 #include <unistd.h>
-#include <alloy/malloc.h>
+#include <alloy/plain.h>
 
 #include "common.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * alloy/malloc.h - the plain-pointer API: malloc-style calls on a
+ * alloy/plain.h - the plain-pointer API: malloc-style calls on a
  * device's default allocator, for code that keeps bare pointers (the
  * LD_PRELOAD front, NumPy's allocator handler, C libraries).
  *
@@ -22,8 +22,8 @@
  * alloy_posix_memalign), set errno (ENOMEM, EINVAL, ENODEV) and leave a
  * message in alloy_last_error().
  */
-#ifndef ALLOY_MALLOC_H
-#define ALLOY_MALLOC_H
+#ifndef ALLOY_PLAIN_H
+#define ALLOY_PLAIN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -114,4 +114,4 @@ void alloy_own_memory(size_t *mapped, size_t *in_use);
 #ifdef __cplusplus
 }
 #endif
-#endif /* ALLOY_MALLOC_H */
+#endif /* ALLOY_PLAIN_H */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * allocators/cuda.h - what the CUDA allocators share, and their
+ * allocators/cuda_policy.h - what the CUDA allocators share, and their
  * constructors: the code that composes them (liballoy's built-in simulated
  * allocators, modules/cuda.c for alloy_cuda.so) builds each over a device
  * source (devices/devsrc.h) and registers what it gets back.
  */
-#ifndef ALLOY_ALLOCATORS_CUDA_H
-#define ALLOY_ALLOCATORS_CUDA_H
+#ifndef ALLOY_ALLOCATORS_CUDA_POLICY_H
+#define ALLOY_ALLOCATORS_CUDA_POLICY_H
 
 #include <pthread.h>
 
@@ -70,4 +70,4 @@ ALLOY_DEVSRC_PRIVATE int
 alloy__cuda_async_new(const struct alloy__devsrc *src, const char *name,
 		      const struct alloy_allocator_ops **ops, void **ctx);
 
-#endif /* ALLOY_ALLOCATORS_CUDA_H */
+#endif /* ALLOY_ALLOCATORS_CUDA_POLICY_H */
