@@ -1,39 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * python/module.h - what the files of the extension module alloy._alloy
- * share: the readiness check, turning alloy's errors into Python's, and
- * each file's methods and types.
+ * python/module.h - the parts python/module.c makes the module alloy._alloy
+ * of: each file's table of functions and the Tensor type.  A function is
+ * added to the module by an entry in the table of the file that owns its
+ * subject; alloy/__init__.py exports every public name of the module.
  */
 #ifndef ALLOY_PYTHON_MODULE_H
 #define ALLOY_PYTHON_MODULE_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <alloy/alloy.h>
+#include "common.h"
 
-/*
- * Initialise liballoy on first use and check that every default ALLOY_CONF
- * names is the one in force: a backend that could not be loaded (jemalloc
- * late in a process: static TLS) must not pass silently for another.
- * 0, or -1 with RuntimeError set (each time: the configuration does not
- * heal).
- */
-int alloy__py_ready(void);
-
-/*
- * Raise the Python exception for alloy's error code rc (negative errno),
- * with alloy_last_error() as its message; exc NULL picks it from rc.
- * Returns NULL, for `return alloy__py_raise(...)`.
- */
-PyObject *alloy__py_raise(PyObject *exc, int rc);
-
-/* "cpu" -> ALLOY_DEVICE_CPU; -1 with ValueError set. */
-int alloy__py_device_type(const char *name);
-
-/* The methods of each file, ending with a NULL entry. */
-extern PyMethodDef alloy__py_reporter_methods[];
-extern PyMethodDef alloy__py_tensor_methods[];
-extern PyMethodDef alloy__py_torch_methods[];
+/* The functions of each file, each table ending with a NULL entry. */
+extern PyMethodDef alloy__py_registry_methods[]; /* registry.c */
+extern PyMethodDef alloy__py_reporter_methods[]; /* reporter.c */
+extern PyMethodDef alloy__py_tensor_methods[];	 /* tensor.c */
+extern PyMethodDef alloy__py_torch_methods[];	 /* torch.c */
 
 /* Add the Tensor type to the module; 0 or -1 with an exception. */
 int alloy__py_tensor_init(PyObject *module);
