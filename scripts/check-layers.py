@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check that alloy's folders depend only downward (issue 16).
+"""Check that alloy's folders depend only downward.
 
     scripts/check-layers.py [--build DIR] [--write-doc]
 

@@ -30,7 +30,7 @@ run_suite() { # builddir configure-args...
 
 run_suite build
 if [ "$ci" = yes ]; then
-	# A slice of NumPy's tests under alloy run on each backend (issue 11).
+	# A slice of NumPy's tests under alloy run on each backend.
 	echo "=== NumPy's tests under alloy run (scripts/client-suites.sh --ci)"
 	bash scripts/client-suites.sh --ci
 	# Each optional part off: the tests of what is missing skip, saying
@@ -41,7 +41,7 @@ if [ "$ci" = yes ]; then
 		--without-cuda
 	echo "=== again under ASan+UBSan"
 	run_suite build-asan --enable-sanitizers
-	# TSan on the threaded suites, valgrind, bounded fuzzing (issue 7).
+	# TSan on the threaded suites, valgrind, bounded fuzzing.
 	bash scripts/reliability.sh
 	# The verdict of the test command itself comes last.
 	echo "=== the suite (scripts/test.sh):"
