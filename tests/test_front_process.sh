@@ -63,6 +63,23 @@ for limit in 100000 1000000; do
 	check "default under ulimit -v $limit: $got MiB of $plain without alloy (>= 95%)" \
 		'[ -n "$got" ] && [ $((got * 100)) -ge $((plain * 95)) ] && [ ! -s "$err" ]'
 done
+# The backend modules against the library preloaded directly, in blocks
+# of 1000 bytes (blocks of an exact size-class size, 1 MiB, still move up
+# a class with alloy's header: docs/PRELOAD.md, "Limits").
+for m in jemalloc mimalloc; do
+	lib=/usr/lib/$(gcc -print-multiarch 2>/dev/null)/lib$m.so.2
+	if [ ! -f "$top/.libs/alloy_$m.so" ] || [ ! -f "$lib" ]; then
+		echo "skipped: cpu:$m under ulimit -v (alloy_$m.so or lib$m.so.2 missing)"
+		continue
+	fi
+	plain=$(ulimit -v 1000000 && LD_PRELOAD=$lib "$as_prog" 1000)
+	got=$(ulimit -v 1000000 && "$ALLOY" run --conf "cpu:$m" -- "$as_prog" 1000 2>"$err")
+	check "$m under ulimit -v 1000000, blocks of 1000 bytes: $got MiB of $plain preloaded directly (>= 95%)" \
+		'[ -n "$got" ] && [ $((got * 100)) -ge $((plain * 95)) ] && [ ! -s "$err" ]'
+	got=$(ulimit -v 100000 && "$ALLOY" run --conf "cpu:$m" -- "$as_prog" 2>"$err")
+	check "$m under ulimit -v 100000 starts without a word from alloy and allocates ($got MiB)" \
+		'[ "${got:-0}" -gt 0 ] && [ ! -s "$err" ]'
+done
 got=$(ulimit -v 40000 && "$ALLOY" run -- "$as_prog" 2>"$err")
 check "under ulimit -v 40000 a program starts without a word from alloy and allocates ($got MiB)" \
 	'[ "${got:-0}" -gt 0 ] && [ ! -s "$err" ]'
