@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/hash.h - the one 64-bit mixing function alloy's hash tables and
- * seeded decisions share (the reporter's table of live blocks, the
- * command's block maps, the fail allocator's probability).
+ * core/hash.h - the hash functions alloy's tables and seeded decisions
+ * share: a full mix (the command's block maps, the fail allocator's
+ * probability) and a one-multiply hash for callers that read only the top
+ * bits (the reporter's table of live blocks, on every allocation and free
+ * while it is on).
  *
  * splitmix64's finaliser: every bit of the result depends on every bit of
  * the input, so a caller may take the top bits (the reporter's shard), the
@@ -24,6 +26,17 @@ static inline uint64_t alloy__mix64(uint64_t x)
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
 	return x ^ (x >> 31);
+}
+
+/*
+ * Fibonacci hashing: one multiply by 2^64 / phi.  Only the top bits are
+ * well mixed, so a caller takes those (x >> (64 - bits)); the price of a
+ * full mix on every allocation the reporter records is not worth it
+ * there.
+ */
+static inline uint64_t alloy__hash_top(uint64_t x)
+{
+	return x * 0x9e3779b97f4a7c15ULL;
 }
 
 #endif /* ALLOY_CORE_HASH_H */

@@ -66,7 +66,7 @@ ALLOY_HIDDEN int alloy__ptrtable_grow(struct rep_shard *s);
 
 static inline uint64_t hash_ptr(uintptr_t p)
 {
-	uint64_t chunk = alloy__mix64((uint64_t)p >> CHUNK_SHIFT) >> 32;
+	uint64_t chunk = alloy__hash_top((uint64_t)p >> CHUNK_SHIFT) >> 32;
 
 	return chunk << (CHUNK_SHIFT - 4) |
 	       (((uint64_t)p >> 4) & ((1u << (CHUNK_SHIFT - 4)) - 1));
@@ -93,7 +93,7 @@ static inline void shard_unlock(struct rep_shard *s)
 static inline struct rep_shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &alloy__rep_shards[alloy__mix64(p >> REGION_SHIFT) >> 58]; /* 64 */
+	return &alloy__rep_shards[alloy__hash_top(p >> REGION_SHIFT) >> 58]; /* 64 */
 }
 
 /* The home slot: the low bits of the key, as many as cap needs. */
