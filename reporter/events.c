@@ -24,6 +24,7 @@
 
 #include "internal.h"
 #include "ptrtable.h"
+#include "trace_format.h"
 
 #define TRACE_BUF  (64 * 1024)
 #define LOG_BUF	   (16 * 1024)
@@ -136,7 +137,7 @@ static void declare_modules(void)
 		const struct rep_module *m = alloy__rep_module(++W.modules);
 
 		p = line;
-		*p++ = 'M';
+		*p++ = TRACE_DECL_MODULE;
 		*p++ = ' ';
 		p = put_hex(p, m->start);
 		*p++ = ' ';
@@ -165,7 +166,8 @@ static uint32_t declare_thread(void)
 	if (!me.id)
 		me.id = atomic_fetch_add(&W.next_thread, 1) + 1;
 	me.gen = W.gen;
-	p = put_str(p, "T ");
+	*p++ = TRACE_DECL_THREAD;
+	*p++ = ' ';
 	p = put_dec(p, me.id);
 	*p++ = ' ';
 	p = put_dec(p, (uint64_t)thread_tid());
@@ -204,7 +206,8 @@ static uint32_t declare_series(const struct rep_entry *e, uint32_t align)
 	if (W.series[id - 1].gen == W.gen)
 		return id;
 	W.series[id - 1].gen = W.gen;
-	p = put_str(p, "S ");
+	*p++ = TRACE_DECL_SERIES;
+	*p++ = ' ';
 	p = put_dec(p, id);
 	*p++ = ' ';
 	p = put_str(p, e->name);
@@ -233,7 +236,8 @@ static void declare_stack(uint32_t id)
 		char line[64], *p = line;
 
 		nd->gen = W.gen;
-		p = put_str(p, "s ");
+		*p++ = TRACE_DECL_NODE;
+		*p++ = ' ';
 		p = put_dec(p, todo[n]);
 		*p++ = ' ';
 		p = put_dec(p, nd->parent);
@@ -251,7 +255,8 @@ static void declare_owner(uint32_t id)
 	if (o->gen == W.gen)
 		return;
 	o->gen = W.gen;
-	p = put_str(p, "o ");
+	*p++ = TRACE_DECL_OWNER;
+	*p++ = ' ';
 	p = put_dec(p, id);
 	*p++ = ' ';
 	memcpy(p, o->label, o->len);
@@ -288,7 +293,8 @@ static void write_alloc(const struct rep_block *b, const struct rep_entry *e,
 		declare_stack(b->stack);
 	if (b->owner)
 		declare_owner(b->owner);
-	p = put_str(p, "a ");
+	*p++ = TRACE_ALLOC;
+	*p++ = ' ';
 	p = put_time(p, now);
 	*p++ = ' ';
 	p = put_dec(p, th);
@@ -322,7 +328,7 @@ static void trace_event(char op, uintptr_t ptr, const struct rep_block *b,
 		alloy__stream_end(&alloy__rep_trace, now);
 		return;
 	}
-	if (op == 'a') {
+	if (op == TRACE_ALLOC) {
 		write_alloc(b, e, now);
 	} else {
 		uint32_t th = declare_thread();
@@ -387,13 +393,11 @@ static void write_header(const char *note)
 	W.modules = 0;
 	me.tid = 0; /* a forked child's thread has a new id */
 	n = snprintf(line, sizeof(line),
-		     "alloy-trace %d pid=%ld clock=monotonic unit=ns%s%s",
-		     REP_TRACE_VERSION, (long)getpid(), note ? " " : "",
+		     TRACE_MAGIC "%d pid=%ld clock=monotonic unit=ns%s%s",
+		     TRACE_VERSION, (long)getpid(), note ? " " : "",
 		     note ? note : "");
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
-	n = snprintf(line, sizeof(line),
-		     "# a dt thread series block size [stack [owner]]; "
-		     "f dt thread block; docs/TRACE-FORMAT.md");
+	n = snprintf(line, sizeof(line), "%s", TRACE_LEGEND);
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
 	declare_modules();
 }
@@ -454,11 +458,12 @@ int alloy__rep_trace_close(void)
 		if (t < W.last_ns)
 			t = W.last_ns;
 		if (alloy__rep_trace.error)
-			n = snprintf(line, sizeof(line), "incomplete %llu %llu",
+			n = snprintf(line, sizeof(line),
+				     TRACE_INCOMPLETE "%llu %llu",
 				     (unsigned long long)t,
 				     (unsigned long long)alloy__rep_trace.lost);
 		else
-			n = snprintf(line, sizeof(line), "end %llu %llu",
+			n = snprintf(line, sizeof(line), TRACE_END "%llu %llu",
 				     (unsigned long long)t,
 				     (unsigned long long)W.events);
 		alloy__stream_put_last(&alloy__rep_trace, line, (size_t)n);

@@ -404,8 +404,6 @@ ALLOY_HIDDEN void alloy__rep_say(const char *fmt, ...)
 
 /* ---- trace and event log lines (events.c) ---------------------------- */
 
-#define REP_TRACE_VERSION 2
-
 /*
  * Open the trace at where (closing one that was open without writing to
  * it: a forked child's copy) and write its header, then every block live

@@ -27,6 +27,9 @@
 #include "core/hash.h"
 #include "trace.h"
 
+/* A newer version from the writer must come with its parser here. */
+_Static_assert(TRACE_VERSION == 2, "the reader parses versions 1 and 2");
+
 /* Call progress every so many lines. */
 #define PROGRESS_LINES (1u << 18)
 
@@ -592,13 +595,14 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 	int c;
 	char alloc[64], dev[32];
 
-	if (!(sep(t) && (op == 'M' ? hex(t, &id) : dec(t, &id))))
+	if (!(sep(t) &&
+	      (op == TRACE_DECL_MODULE ? hex(t, &id) : dec(t, &id))))
 		return fail(r, "expected \"%c ID ...\"", op);
-	if (op != 'M' && (!id || id >= TRACE_MAX_ID))
+	if (op != TRACE_DECL_MODULE && (!id || id >= TRACE_MAX_ID))
 		return fail(r, "%c id %llu is not between 1 and %u", op,
 			    (unsigned long long)id, TRACE_MAX_ID - 1);
 	switch (op) {
-	case 'T':
+	case TRACE_DECL_THREAD:
 		if (!(sep(t) && dec(t, &a) && at_end(t)))
 			return fail(r, "expected \"T ID TID\"");
 		if (grow((void **)&tr->threads, &tr->nthreads, id + 1,
@@ -606,7 +610,7 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 			return fail(r, "out of memory");
 		tr->threads[id] = (long)a ? (long)a : -1;
 		return 0;
-	case 'S':
+	case TRACE_DECL_SERIES:
 		if (!(sep(t) && word(t, alloc, sizeof(alloc)) && sep(t) &&
 		      word(t, dev, sizeof(dev)) && sep(t) && dec(t, &a) &&
 		      at_end(t)))
@@ -630,7 +634,7 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		r->vseries[id].align = (uint32_t)a;
 		r->vseries[id].defined = true;
 		return 0;
-	case 's': {
+	case TRACE_DECL_NODE: {
 		struct trace_node *nd;
 
 		if (!(sep(t) && dec(t, &a) && sep(t) && hex(t, &b) &&
@@ -664,7 +668,7 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 			}
 		return 0;
 	}
-	case 'o':
+	case TRACE_DECL_OWNER:
 		if (!sep(t))
 			return fail(r, "expected \"o ID LABEL\"");
 		if (grow((void **)&tr->owners, &tr->nowners, id + 1,
@@ -675,7 +679,7 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		if (!tr->owners[id])
 			return fail(r, "out of memory");
 		return 0;
-	case 'M': {
+	case TRACE_DECL_MODULE: {
 		struct trace_module *m;
 
 		/* id is START here. */
@@ -709,9 +713,10 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 	return fail(r, "unknown record \"%c\"", op);
 }
 
-/* Every trace starts with these bytes (docs/TRACE-FORMAT.md). */
-#define TRACE_MAGIC "alloy-trace "
-#define MAGIC_LEN   (sizeof(TRACE_MAGIC) - 1)
+/* The header's and the last records' first bytes. */
+#define MAGIC_LEN      TRACE_MAGIC_LEN
+#define END_LEN	       (sizeof(TRACE_END) - 1)
+#define INCOMPLETE_LEN (sizeof(TRACE_INCOMPLETE) - 1)
 
 /* ---- lines ---------------------------------------------------------- */
 
@@ -776,15 +781,16 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	struct tok t = { line + 1, line + len };
 	char op = line[0];
 
-	if (len > 4 && !memcmp(line, "end ", 4)) {
-		t.p = line + 3;
+	if (len > END_LEN && !memcmp(line, TRACE_END, END_LEN)) {
+		t.p = line + END_LEN - 1; /* at the blank */
 		return last_record(r, &t, true);
 	}
-	if (len > 11 && !memcmp(line, "incomplete ", 11)) {
-		t.p = line + 10;
+	if (len > INCOMPLETE_LEN &&
+	    !memcmp(line, TRACE_INCOMPLETE, INCOMPLETE_LEN)) {
+		t.p = line + INCOMPLETE_LEN - 1;
 		return last_record(r, &t, false);
 	}
-	if (len > 12 && !memcmp(line, "alloy-trace ", 12))
+	if (len > MAGIC_LEN && !memcmp(line, TRACE_MAGIC, MAGIC_LEN))
 		return fail(r,
 			    "a second trace header: more than one process wrote this file (%s)",
 			    SHARED_HINT);
@@ -803,11 +809,11 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	case TRACE_UNKNOWN_FREE:
 	case TRACE_DOUBLE_FREE:
 		return v2_other(r, &t, op);
-	case 'T':
-	case 'S':
-	case 's':
-	case 'o':
-	case 'M':
+	case TRACE_DECL_THREAD:
+	case TRACE_DECL_SERIES:
+	case TRACE_DECL_NODE:
+	case TRACE_DECL_OWNER:
+	case TRACE_DECL_MODULE:
 		return v2_declare(r, &t, op);
 	}
 	return fail(r, "unknown record \"%.20s\"", line);

@@ -13,27 +13,17 @@
 
 #include <alloy/alloy.h>
 
-/* The newest version this reader knows; it reads 1 as well. */
-#define TRACE_VERSION	 2
+#include "reporter/trace_format.h"
+
+/* The newest version it knows is TRACE_VERSION; it reads 1 as well. */
 #define TRACE_MAX_SERIES 64
 /*
  * The largest SIZE: alloy_alloc makes blocks up to 2^62 bytes, and
  * alloy_reporter_note_alloc() takes blocks up to INT64_MAX.
  */
 #define TRACE_MAX_SIZE ((uint64_t)INT64_MAX)
-/* The largest alignment alloy accepts (ALLOY_ALIGN_MAX). */
-#define TRACE_MAX_ALIGN ((uint64_t)1 << 40)
-/* Stack node, owner and thread ids of a version 2 trace stay below this. */
-#define TRACE_MAX_ID (1u << 24)
 /* An event's stack when its id was never declared (a cut stack table). */
 #define TRACE_STACK_MISSING UINT32_MAX
-
-enum trace_op {
-	TRACE_ALLOC = 'a',
-	TRACE_FREE = 'f',
-	TRACE_UNKNOWN_FREE = 'u',
-	TRACE_DOUBLE_FREE = 'd',
-};
 
 /*
  * One event.  A free carries what its allocation had (size, series,
