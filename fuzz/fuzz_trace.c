@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz/fuzz_trace.c - libFuzzer target: the trace reader (tools/trace.c).
+ * fuzz/fuzz_trace.c - libFuzzer target: the trace reader (analysis/trace.c).
  *
  * The reader takes a path, so each input is written to a memfd and read
  * back through /proc/self/fd.  Whatever the bytes, it must return 0 or -1
@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tools/trace.h"
+#include "analysis/trace.h"
 
 #define CHECK(cond)              \
 	do {                     \

@@ -49,8 +49,11 @@ LAYERS = [
       "caches), cuda")],
     [("preload", "liballoy_preload.so: the malloc family for any program")],
     [("interop", "DLPack and the PyTorch allocator adapter")],
+    [("analysis", "the offline trace analysis: reader, summary, peak, "
+      "replay, symbols, renderers")],
+    [("bench", "the benchmarks behind alloy bench")],
     [("python", "the CPython module"),
-     ("tools", "the alloy command")],
+     ("cli", "the alloy command: dispatch and a file per subcommand")],
 ]
 
 # Names of the C library that a folder defines in libc's place (the

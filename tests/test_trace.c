@@ -19,9 +19,9 @@
 #include <alloy/plain.h>
 
 #include "testutil.h"
-#include "tools/peak.h"
-#include "tools/symbols.h"
-#include "tools/trace.h"
+#include "analysis/peak.h"
+#include "analysis/symbols.h"
+#include "analysis/trace.h"
 
 static char trace_path[64];
 

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * analysis/report.h - what `alloy report` writes: the summary of a whole
+ * trace (summary.c) and, about a moment of it, the breakdown as text or
+ * JSON (at.c), the flame graph as a page or a picture (flame.c), and the
+ * page of the timeline (timeline_page.c).
+ */
+#ifndef ALLOY_ANALYSIS_REPORT_H
+#define ALLOY_ANALYSIS_REPORT_H
+
+#include <stdio.h>
+
+#include "peak.h"
+#include "symbols.h"
+#include "trace.h"
+
+struct report_ctx {
+	const char *path; /* of the trace */
+	const struct trace *tr;
+	const struct trace_summary *sum;
+	const struct trace_at *at; /* the moment(s) looked at */
+	struct symbols *sym;
+	bool by_owner; /* flame graph: an owner level above the stacks */
+	size_t top;    /* rows per table (0: all) */
+};
+
+void report_at_text(FILE *out, const struct report_ctx *c);
+void report_at_json(FILE *out, const struct report_ctx *c);
+
+/* 0, or -ENOMEM. */
+int report_flame_html(FILE *out, const struct report_ctx *c);
+int report_flame_svg(FILE *out, const struct report_ctx *c);
+
+/*
+ * The timeline picture with the peak's top sites and owners beside it
+ * (c->at: the moment of the overall peak, may be NULL), and the page with
+ * the summary and a breakdown for any clicked time.  0, or -ENOMEM.
+ */
+int report_timeline_svg(FILE *out, const struct report_ctx *c);
+int report_timeline_html(FILE *out, const struct report_ctx *c);
+
+/* The summary of a whole trace, as a table or as JSON (summary.c). */
+void report_summary_text(FILE *out, const char *path, const struct trace *tr,
+			 const struct trace_summary *sum);
+void report_summary_json(FILE *out, const char *path, const struct trace *tr,
+			 const struct trace_summary *sum);
+
+/* Name every frame the moment's groups use (one addr2line per object). */
+void report_resolve(const struct report_ctx *c);
+
+/*
+ * Name the frames, then count stacks whose frames have the same names as
+ * one site (at is c->at).  0 or -ENOMEM.
+ */
+int report_merge_sites(const struct report_ctx *c, struct trace_at *at);
+
+/* The frames of a stack, innermost first, as names; stops at depth. */
+void report_stack_lines(FILE *out, const struct report_ctx *c, uint32_t stack,
+			const char *indent, size_t depth);
+
+/* A site in one line: "func (file.c:42) < caller", or without lines. */
+const char *report_site_label(const struct report_ctx *c, uint32_t stack,
+			      bool lines, char *buf, size_t len);
+
+/* "layer3/conv", or "(no owner)". */
+const char *report_owner(const struct trace *tr, uint32_t owner);
+
+#endif /* ALLOY_ANALYSIS_REPORT_H */
