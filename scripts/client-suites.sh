@@ -48,7 +48,7 @@ fi
 alloy=$build/alloy
 py=/usr/bin/python3
 # report_allocs, as the tests read a report.
-ALLOY=$alloy . "$repo/tests/fronttest.sh"
+ALLOY=$alloy . "$repo/tests/cli/fronttest.sh"
 if [ ! -x "$alloy" ]; then
 	echo "client-suites: no alloy command in $build (build first)" >&2
 	exit 2

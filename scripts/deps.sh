@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config check
       libjemalloc-dev libmimalloc-dev libunwind-dev binutils python3
-      git) # real programs under `alloy run` (tests/test_run.sh)
+      git) # real programs under `alloy run` (tests/cli/test_run.sh)
 # The Python module (python/): headers, NumPy, pytest, DLPack's header;
 # hypothesis, which NumPy's own conftest imports (its tests, run by
 # scripts/client-suites.sh and python-clients.sh, stop without it).
@@ -12,7 +12,7 @@ pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
        libdlpack-dev)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind) and
 #   headless Chromium, so that the flame graph and demo pages are rendered
-#   (tests/test_flamegraph.sh, test_demo_render.sh skip without it).
+#   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it).
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).

@@ -13,11 +13,11 @@
 #
 # Then, each step logged to DIR/gpu-test.log:
 #   1. the machine and the GPU;
-#   2. every check suite (tests/runner) with the GPU present;
-#   3. tests/cuda_gpu --bench: the allocators, the context and
+#   2. every check suite (tests/unit/runner) with the GPU present;
+#   3. tests/unit/cuda_gpu --bench: the allocators, the context and
 #      SyncedMemory on the device, then pairs timed against the runtime;
 #   4. compute-sanitizer's memcheck with its leak check over
-#      tests/cuda_gpu, where the toolkit has it;
+#      tests/unit/cuda_gpu, where the toolkit has it;
 #   5. the bundled training-step traces replayed on the device, ten steps
 #      each, by cuda_caching, cuda_async and cuda (cudaMalloc per block);
 #   6. where python3 has PyTorch with CUDA: a small training loop, its CUDA
@@ -51,8 +51,8 @@ else
 			make -j"$(nproc)" check TESTS= >/dev/null
 	) || { echo "gpu-test: build failed"; exit 1; }
 fi
-if [ ! -x "$dir/tests/cuda_gpu" ] || [ ! -x "$dir/tests/runner" ]; then
-	echo "gpu-test: $dir has no tests/cuda_gpu or tests/runner: build it with the CUDA module (configure --with-cuda) and check (make check TESTS=)" >&2
+if [ ! -x "$dir/tests/unit/cuda_gpu" ] || [ ! -x "$dir/tests/unit/runner" ]; then
+	echo "gpu-test: $dir has no tests/unit/cuda_gpu or tests/unit/runner: build it with the CUDA module (configure --with-cuda) and check (make check TESTS=)" >&2
 	exit 1
 fi
 log=$dir/gpu-test.log
@@ -74,26 +74,26 @@ step "machine"
 		nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 } 2>&1 | tee -a "$log"
 
-step "every check suite, the GPU present (tests/runner)"
-CK_DEFAULT_TIMEOUT=120 "$dir/tests/runner" >"$work/runner" 2>&1 || bad "tests/runner"
+step "every check suite, the GPU present (tests/unit/runner)"
+CK_DEFAULT_TIMEOUT=120 "$dir/tests/unit/runner" >"$work/runner" 2>&1 || bad "tests/unit/runner"
 grep -E '^[0-9]+%|:F:|:E:' "$work/runner" | tee -a "$log"
 
-step "the device: tests/cuda_gpu --bench"
-"$dir/tests/cuda_gpu" --bench 2>&1 | tee -a "$log"
+step "the device: tests/unit/cuda_gpu --bench"
+"$dir/tests/unit/cuda_gpu" --bench 2>&1 | tee -a "$log"
 gpu=${PIPESTATUS[0]}
 case $gpu in
 0) ;;
 77) say "gpu-test: skipped: no CUDA device (the real-GPU steps are not run; not a pass)"
     exit 77 ;;
-*) bad "tests/cuda_gpu (status $gpu)" ;;
+*) bad "tests/unit/cuda_gpu (status $gpu)" ;;
 esac
 
-step "compute-sanitizer memcheck, leak check, over tests/cuda_gpu"
+step "compute-sanitizer memcheck, leak check, over tests/unit/cuda_gpu"
 san=$(command -v compute-sanitizer || ls "$cuda/bin/compute-sanitizer" 2>/dev/null)
 if [ -n "$san" ]; then
 	# The OOM test's failed cudaMalloc is an API error on purpose.
 	"$san" --tool memcheck --leak-check full --report-api-errors no \
-		--error-exitcode 9 "$dir/tests/.libs/cuda_gpu" >"$work/memcheck" 2>&1 ||
+		--error-exitcode 9 "$dir/tests/unit/.libs/cuda_gpu" >"$work/memcheck" 2>&1 ||
 		bad "memcheck (status $?)"
 	grep -E "ERROR SUMMARY|LEAK SUMMARY|^=+ +(Invalid|Leaked)" "$work/memcheck" | head -20 | tee -a "$log"
 else

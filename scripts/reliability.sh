@@ -19,13 +19,14 @@ stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(tsan valgrind debug fuzz)
 jobs=$(nproc)
 
-# Suites whose tests start threads: tests/test_<suite>.c calls pthread_create.
+# Suites whose tests start threads: tests/unit/test_<suite>.c calls
+# pthread_create.
 threaded_suites() {
 	local f s
-	for f in tests/test_*.c; do
+	for f in tests/unit/test_*.c; do
 		s=$(basename "$f" .c)
 		s=${s#test_}
-		grep -q pthread_create "$f" && grep -q "X($s)" tests/suites.h &&
+		grep -q pthread_create "$f" && grep -q "X($s)" tests/unit/suites.h &&
 			echo "$s"
 	done
 }
@@ -69,12 +70,12 @@ stage_tsan() {
 	)
 	log_dir=build-tsan suites=$(threaded_suites) \
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66 allocator_may_return_null=1 second_deadlock_stack=1" \
-		run_suites tsan build-tsan/tests/runner
+		run_suites tsan build-tsan/tests/unit/runner
 }
 
 stage_valgrind() {
-	[ -x build/tests/runner ] || [ -f build/tests/runner ] || {
-		echo "valgrind: build/tests/runner missing (run scripts/test.sh first)"
+	[ -x build/tests/unit/runner ] || [ -f build/tests/unit/runner ] || {
+		echo "valgrind: build/tests/unit/runner missing (run scripts/test.sh first)"
 		return 1
 	}
 	# check forks a child per test; valgrind follows it and each child
@@ -83,7 +84,7 @@ stage_valgrind() {
 		run_suites valgrind build/libtool --mode=execute valgrind \
 		--quiet --error-exitcode=99 --leak-check=full \
 		--show-leak-kinds=definite --errors-for-leak-kinds=definite \
-		build/tests/runner
+		build/tests/unit/runner
 }
 
 # The whole check suite with "debug" as the CPU allocator, aborting on the
@@ -93,11 +94,11 @@ stage_valgrind() {
 stage_debug() {
 	local log=build/debug-stage.log
 
-	[ -f build/tests/runner ] || {
-		echo "debug: build/tests/runner missing (run scripts/test.sh first)"
+	[ -f build/tests/unit/runner ] || {
+		echo "debug: build/tests/unit/runner missing (run scripts/test.sh first)"
 		return 1
 	}
-	ALLOY_CONF=cpu:debug,debug.abort:1 build/tests/runner >"$log" 2>&1 || true
+	ALLOY_CONF=cpu:debug,debug.abort:1 build/tests/unit/runner >"$log" 2>&1 || true
 	# Not check's own summary line: a few tests expect the built-in
 	# default by design and fail here, which is not this stage's verdict.
 	grep -h -E '^[0-9]+%: Checks' "$log" |

@@ -20,11 +20,11 @@ run_suite() { # builddir configure-args...
 		../configure -q "$@" 2>&1 | grep -v "cannot remove 'core'" || true
 		make -j"$(nproc)" >/dev/null
 		if ! make -j"$(nproc)" check; then
-			cat tests/*.log 2>/dev/null | tail -200
+			cat tests/*/*.log 2>/dev/null | tail -200
 			exit 1
 		fi
 		# Show the check framework's summary line of each run.
-		grep -h -E '^[0-9]+%: Checks' tests/*.log || true
+		grep -h -E '^[0-9]+%: Checks' tests/unit/*.log || true
 	)
 }
 
@@ -45,5 +45,5 @@ if [ "$ci" = yes ]; then
 	bash scripts/reliability.sh
 	# The verdict of the test command itself comes last.
 	echo "=== the suite (scripts/test.sh):"
-	grep -h -E '^[0-9]+%: Checks' build/tests/runner.log
+	grep -h -E '^[0-9]+%: Checks' build/tests/unit/runner.log
 fi

@@ -3,7 +3,7 @@
  * tests/plugins/planted.c - what an attacker plants for a setuid program:
  * its constructor runs the moment the object is dlopen'ed, before alloy
  * checks anything, and leaves a mark ($ALLOY_TEST_MARKER gets a line
- * naming the file).  tests/test_setuid.sh checks that a setuid program
+ * naming the file).  tests/cli/test_setuid.sh checks that a setuid program
  * never loads it from the environment.  A valid plugin otherwise.
  */
 #include <dlfcn.h>
