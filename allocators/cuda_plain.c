@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/base.h"
 #include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 

@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/base.h"
 #include "core/conf.h"
 #include "core/sanitizer.h"
 #include "allocators/bigblock.h"

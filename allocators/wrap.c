@@ -13,6 +13,7 @@
 #include "allocators/wrap.h"
 #include "allocators/builtin.h"
 #include "core/conf.h"
+#include "core/registry.h"
 
 /* Every wrapper compiled in, to follow chains of inners. */
 #define MAX_WRAPPERS 4

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "core/internal.h"
+#include "core/base.h"
 
 /*
  * size bytes, zeroed, aligned to 16 (to the page above 64 KiB); NULL when

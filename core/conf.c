@@ -16,7 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "base.h"
+#include "fork.h"
 #include "conf.h"
 #include "secure.h"
 

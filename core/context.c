@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "count.h"
+#include "fork.h"
+#include "plugins.h"
 #include "arena.h"
 
 struct context {

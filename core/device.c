@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
 
 static const char *const names[ALLOY_DEVICE_TYPE_COUNT] = {
 	[ALLOY_DEVICE_CPU] = "cpu",

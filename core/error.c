@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "count.h"
 
 #define ERRMSG_MAX 512
 

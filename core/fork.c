@@ -7,7 +7,7 @@
  * its first allocation or load would hang.  So every lock is taken before
  * fork, in the order in which the code nests them, and released in both
  * processes after it; the child also drops the other threads' per-thread
- * records (core/tcount.c).
+ * records (core/count.c).
  *
  * A layer above with locks of its own (the reporter) hands its handlers
  * to alloy__fork_nest, and they run inside the plugin lock: a plugin's
@@ -21,7 +21,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "internal.h"
+#include "fork.h"
 #include "arena.h"
 
 static _Atomic(const struct alloy__fork_handlers *) nested;

@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "compose.h"
+#include "fork.h"
+#include "registry.h"
 #include "conf.h"
 #include "secure.h"
 

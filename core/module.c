@@ -25,7 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
+#include "plugins.h"
 #include "conf.h"
 #include "secure.h"
 

@@ -3,7 +3,7 @@
  * core/owner.c - owner labels per thread: alloy_owner_push/pop/current.
  *
  * A thread's labels live in a struct alloy__owner hung on its record
- * (core/internal.h), made from alloy's arena on its first push, so that
+ * (core/owner.h), made from alloy's arena on its first push, so that
  * labelling never calls the process's malloc.  A thread that exits gives
  * its state back through a thread-specific key's destructor (holder
  * NULL), and the next thread that pushes takes it, so states are never
@@ -12,7 +12,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "count.h"
+#include "owner.h"
 #include "arena.h"
 
 static pthread_mutex_t states_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -26,8 +26,10 @@
 #include <string.h>
 #include <alloy/plain.h>
 
-#include "internal.h"
-#include "acct.h"
+#include "base.h"
+#include "count.h"
+#include "hooks.h"
+#include "registry.h"
 #include "conf.h"
 
 #define HDR_MAGIC 0xa110c8edu

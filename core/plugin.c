@@ -26,7 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
+#include "fork.h"
+#include "plugins.h"
+#include "registry.h"
 #include "conf.h"
 #include "secure.h"
 

@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "count.h"
+#include "fork.h"
+#include "plugins.h"
+#include "registry.h"
 #include "conf.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -260,7 +264,7 @@ int alloy_unregister_allocator(const char *name)
 	/*
 	 * alloy_alloc with a's handle now sees DYING and refuses; after
 	 * the windows drain, no thread can still pick a as a default
-	 * without having counted its block (core/acct.h).
+	 * without having counted its block (core/count.h).
 	 */
 	atomic_store(&a->state, ALLOC_DYING);
 	alloy__wait_windows();

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
-#include "internal.h"
+#include "base.h"
 #include "secure.h"
 
 /* The variables that name code to load: never read in this mode. */

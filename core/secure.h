@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "internal.h"
+#include "core/base.h"
 #include "conf.h" /* ALLOY_PRIVATE */
 
 /*

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/internal.h"
+#include "core/base.h"
 #include "devices/devsrc.h"
 
 struct sim_stream {

@@ -18,7 +18,7 @@
 #include <alloy/dlpack.h>
 
 #include "core/arena.h"
-#include "core/internal.h"
+#include "core/base.h"
 
 struct export_rec {
 	DLManagedTensor m;

@@ -23,7 +23,9 @@
 #include <sys/types.h>
 #include <alloy/reporter.h>
 
-#include "core/internal.h"
+#include "core/base.h"
+#include "core/count.h"
+#include "core/owner.h"
 #include "core/conf.h"
 #include "reporter/start.h"
 

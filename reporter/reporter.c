@@ -21,6 +21,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "core/fork.h"
+#include "core/hooks.h"
+#include "core/registry.h"
 #include "ptrtable.h"
 
 struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];

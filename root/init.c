@@ -11,7 +11,9 @@
  */
 #include <stdio.h>
 
-#include "core/internal.h"
+#include "core/base.h"
+#include "core/compose.h"
+#include "core/plugins.h"
 #include "core/conf.h"
 #include "core/secure.h"
 #include "allocators/builtin.h"

@@ -4,7 +4,7 @@
  * loaded (as in a Python process that imports alloy, or any program
  * that dlopens it) allocate through it.  Its fast paths read a pointer
  * in static TLS that starts on a record of "no record yet" (core/
- * tcount.c), copied into each running thread at the load: were it left
+ * count.c), copied into each running thread at the load: were it left
  * NULL there, the first allocation of such a thread would crash.  Each
  * thread makes blocks through the DataPtr path, the default path and the
  * plain-pointer path twice (the first makes its record, the second takes

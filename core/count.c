@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * core/tcount.c - per-thread records: counters summed on read, the
- * allocation windows, grace periods, and their life across thread exit
- * and fork.
+ * core/count.c - all of alloy's accounting: per-thread records with
+ * counters summed on read, the allocation windows, grace periods, their
+ * life across thread exit and fork, and the blocks counted on each
+ * allocator (its live blocks and bytes, and the counting of the paths
+ * that leave the inline fast side of core/count.h).
  *
  * Each thread that touches alloy gets a struct alloy__tls (on its first
  * allocation) from alloy's own arena, linked into a global list.  Writers
@@ -14,10 +16,15 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
+#include "count.h"
+#include "registry.h"
+#include "fork.h"
 #include "arena.h"
 
 __thread struct alloy__tls *alloy__tls_self
@@ -209,7 +216,7 @@ int64_t alloy__tcount_sum(int slot)
 	int64_t sum;
 
 	pthread_mutex_lock(&tls_lock);
-	/* Acquire: pairs with alloy__count_add's release (internal.h). */
+	/* Acquire: pairs with alloy__count_add's release (count.h). */
 	sum = atomic_load_explicit(&retired[slot], memory_order_acquire);
 	for (struct alloy__tls *t = tls_head; t; t = t->next)
 		sum += atomic_load_explicit(&t->count[slot],
@@ -348,4 +355,127 @@ void alloy__tls_fork_child(void)
 	set_need_fence_locked(
 		membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0);
 	pthread_mutex_unlock(&tls_lock);
+}
+
+/* ---- blocks counted on their allocators ----------------------------- */
+
+static void warn_negative(const struct alloy_allocator *a, const char *what,
+			  int64_t v);
+
+int64_t alloy__live_blocks(const struct alloy_allocator *a)
+{
+	/* Frees first: a racing alloc+free can then only make it larger. */
+	int64_t frees = alloy__tcount_sum(a->counters + ALLOY__C_FREES);
+	int64_t live = alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS) - frees;
+
+	if (unlikely(live < 0))
+		warn_negative(a, "blocks", live);
+	return live;
+}
+
+static int64_t live_bytes(const struct alloy_allocator *a)
+{
+	int64_t bytes = alloy__tcount_sum(a->counters + ALLOY__C_BYTES);
+
+	if (unlikely(bytes < 0))
+		warn_negative(a, "bytes", bytes);
+	return bytes;
+}
+
+/*
+ * More frees than allocations can only come from misuse that alloy does
+ * not check on every free: a block freed twice through two copies of its
+ * DataPtr, or freed with a smaller size than it was made with.  Counts
+ * are per thread, so this is seen when they are summed, not at the free;
+ * say so once per allocator and name the tool that finds the culprit.
+ */
+static void warn_negative(const struct alloy_allocator *a, const char *what,
+			  int64_t v)
+{
+	static _Atomic uint64_t warned; /* one bit per table slot */
+	uint64_t bit = 1ull << (a->index % 64);
+
+	if (atomic_fetch_or(&warned, bit) & bit)
+		return;
+	fprintf(stderr,
+		"alloy: allocator \"%s\" has %lld live %s: a block was freed twice (two copies of one DataPtr) or with a wrong size; ALLOY_CONF=cpu:debug reports where\n",
+		a->name, (long long)v, what);
+}
+
+struct alloy_allocator *alloy__pick_default_any(int device_type, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_get();
+	struct alloy_allocator *a;
+
+	if (likely(t))
+		return alloy__default_of(
+			alloy__pick_default(t, device_type, size, false));
+	/* No record: the shared window and the shared totals. */
+	alloy__error_mark = 0; /* as alloy__pick_default clears a record's */
+	atomic_fetch_add(&alloy__shared_windows, 1);
+	a = alloy__default_of(atomic_load(&alloy__defaults[device_type]));
+	if (a) {
+		alloy__tcount_add_shared(a->counters + ALLOY__C_ALLOCS, 1);
+		alloy__tcount_add_shared(a->counters + ALLOY__C_BYTES,
+					 (int64_t)size);
+	}
+	atomic_fetch_sub(&alloy__shared_windows, 1);
+	return a;
+}
+
+void alloy__uncount_alloc(struct alloy_allocator *a, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_get();
+
+	alloy__tcount_add(t, a->counters + ALLOY__C_ALLOCS, -1);
+	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, -(int64_t)size);
+}
+
+void alloy__count_free_slow(struct alloy_allocator *a, size_t size)
+{
+	struct alloy__tls *t = alloy__tls_get();
+
+	alloy__tcount_add(t, a->counters + ALLOY__C_FREES, 1);
+	alloy__tcount_add(t, a->counters + ALLOY__C_BYTES, -(int64_t)size);
+}
+
+long long alloy_allocator_live_blocks(const struct alloy_allocator *a)
+{
+	return a ? alloy__live_blocks(a) : 0;
+}
+
+long long alloy_allocator_live_bytes(const struct alloy_allocator *a)
+{
+	return a ? live_bytes(a) : 0;
+}
+
+int alloy_allocator_stats(struct alloy_allocator *a,
+			  struct alloy_allocator_stats *st)
+{
+	struct alloy_allocator_stats mine = { 0 };
+	uint32_t size;
+
+	ALLOY_ENFORCE(a, -EINVAL, "allocator is NULL");
+	ALLOY_ENFORCE(st, -EINVAL, "stats is NULL");
+	ALLOY_ENFORCE(st->size >= 2 * sizeof(uint32_t), -EINVAL,
+		      "stats header size %u is too small", st->size);
+	size = st->size < sizeof(mine) ? st->size : (uint32_t)sizeof(mine);
+	/* What the registry itself knows; the allocator may refine it. */
+	mine.size = sizeof(mine);
+	mine.version = ALLOY_STATS_VERSION;
+	mine.allocated = (uint64_t)live_bytes(a);
+	mine.reserved = mine.allocated;
+	mine.num_allocs =
+		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_ALLOCS);
+	mine.num_frees =
+		(uint64_t)alloy__tcount_sum(a->counters + ALLOY__C_FREES);
+	if (a->ops.stats) {
+		int rc = a->ops.stats(a->ctx, &mine);
+
+		if (rc)
+			return rc;
+	}
+	mine.size = size;
+	memcpy(st, &mine, size);
+	return 0;
 }
