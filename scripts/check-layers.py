@@ -27,6 +27,10 @@ it).  A folder that this build did not compile (an optional part that
 configure left out, such as python/ without the CPython module) keeps the
 lines the document has for it, its "uses:" line included; the includes
 read from its sources must still be among the folders that line names.
+Core's private headers are one concern each, and CORE_HEADERS below
+says which of them each folder above core may include: an include of
+any other core header from outside core fails, naming the file, the
+header and the headers that folder may include.
 """
 import argparse
 import os
@@ -64,6 +68,28 @@ LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
               "posix_memalign", "aligned_alloc", "memalign", "valloc",
               "pvalloc", "malloc_usable_size", "malloc_trim",
               "pthread_atfork", "__register_atfork"}
+
+# Which of core's private headers ("core/x.h") a folder above core may
+# include.  Every folder may include CORE_HEADERS_EVERY (what any layer
+# needs: visibility and errors, memory that is not the process's malloc,
+# ALLOY_CONF's parsed form, the mixing function, alloy's descriptors);
+# a folder named in CORE_HEADERS may also include those listed for it.
+# A core header named in neither is core's alone.  tests/ and fuzz/ are
+# white-box and not held to this.
+CORE_HEADERS_EVERY = {"base.h", "arena.h", "conf.h", "fd.h", "hash.h",
+                      "sanitizer.h"}
+CORE_HEADERS = {
+    # the default allocator's per-thread cache hangs off the thread's
+    # record and counts there; a wrapper holds its inner in the table
+    "allocators": {"count.h", "registry.h"},
+    # its counters and sections, an allocator's name and key, the hooks
+    # it installs, owner labels, its fork handlers nested in core's
+    "reporter": {"count.h", "registry.h", "hooks.h", "owner.h", "fork.h"},
+    # a blob's name kept as an owner label
+    "tensor": {"owner.h"},
+    # the composer and its configuration steps, ALLOY_PLUGINS
+    "root": {"compose.h", "plugins.h", "secure.h"},
+}
 
 LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}
 ROLE = {f: role for line in LAYERS for f, role in line}
@@ -182,6 +208,33 @@ def violations(edges):
     return bad
 
 
+def core_header_violations(edges, top):
+    """Messages for includes of core headers that CORE_HEADERS does not
+    grant the including folder, and for names in the table that are no
+    header of core's."""
+    bad = []
+    for a, b, _ in edges:
+        fa = folder_of(a)
+        if folder_of(b) != "core" or fa == "core":
+            continue
+        header = os.path.relpath(b, "core")
+        allowed = CORE_HEADERS_EVERY | CORE_HEADERS.get(fa, set())
+        if header not in allowed:
+            bad.append("check-layers: %s includes core/%s, which %s/ may "
+                       "not include (%s/ may include core's %s: "
+                       "CORE_HEADERS in scripts/check-layers.py)" %
+                       (a, header, fa, fa, ", ".join(sorted(allowed))))
+    named = CORE_HEADERS_EVERY.union(*CORE_HEADERS.values())
+    for header in sorted(named):
+        if not os.path.exists(os.path.join(top, "core", header)):
+            bad.append("check-layers: CORE_HEADERS names core/%s, which "
+                       "does not exist" % header)
+    for f in sorted(set(CORE_HEADERS) - set(LEVEL)):
+        bad.append("check-layers: CORE_HEADERS names %s/, which is no "
+                   "folder of LAYERS" % f)
+    return bad
+
+
 def documented(old):
     """{folder: its lines in the document's diagram}: the folder's line
     and the "uses:" line under it."""
@@ -240,6 +293,9 @@ def main():
     for a, b, what, kind in sorted(set(violations(inc + calls))):
         print("check-layers: %s dependency: %s -> %s (%s)" %
               (kind, a, b, what))
+        status = 1
+    for msg in core_header_violations(inc, top):
+        print(msg)
         status = 1
     deps = {}
     for a, b, _ in inc + calls:
