@@ -17,8 +17,10 @@ LAYERS below is the rule: a folder may use folders on lower lines only.
 Folders on one line are peers and may not use each other.  Every edge
 that breaks this is printed with the pair of files (and the symbol) and
 the script exits 1.  A circle between folders cannot pass that rule, so
-none is possible; a circle between files of one folder is that folder's
-own business and is not looked at.
+none is possible.  Inside each folder of ONE_WAY the same two kinds of
+edges are read between its files, and two files that each include or
+call the other fail the check too: one of them is the lower, and what
+the lower needs of the higher belongs in the lower or below both.
 
 The diagram in docs/ARCHITECTURE.md between the markers
 <!-- layers:begin --> and <!-- layers:end --> is generated from LAYERS and
@@ -59,6 +61,10 @@ LAYERS = [
     [("python", "the CPython module"),
      ("cli", "the alloy command: dispatch and a file per subcommand")],
 ]
+
+# Folders whose files must not depend on each other both ways.  The
+# others still have such pairs of files; a folder joins once it has none.
+ONE_WAY = {"analysis", "bench", "cli"}
 
 # Names of the C library that a folder defines in libc's place (the
 # LD_PRELOAD front's malloc family and fork-handler registration): a call
@@ -105,7 +111,8 @@ def folder_of(path):
 
 
 def include_edges(top):
-    """(from_file, to_file, what) for quoted includes between folders."""
+    """(from_file, to_file, what) for quoted includes between the folders'
+    files, inside a folder too."""
     edges = []
     for f in LEVEL:
         d = os.path.join(top, f)
@@ -126,7 +133,7 @@ def include_edges(top):
                         target = os.path.normpath(inc)
                     else:
                         continue  # generated or system header
-                    if folder_of(target) and folder_of(target) != f:
+                    if folder_of(target) and target != path:
                         edges.append((path, target, "#include"))
     return edges
 
@@ -188,7 +195,13 @@ def call_edges(build, top):
         for sym in syms:
             owners = defined.get(sym, set())
             if any(of == f for of, _ in owners):
-                continue  # its own folder defines it too (e.g. a program)
+                # Its own folder defines it (a program may define what
+                # another folder does too): an edge inside the folder.
+                for osrc in sorted(o for of, o in owners
+                                   if of == f and o != src):
+                    edges.append((src, osrc, sym))
+                    break
+                continue
             for of, osrc in sorted(owners):
                 edges.append((src, osrc, sym))
                 break
@@ -233,6 +246,18 @@ def core_header_violations(edges, top):
         bad.append("check-layers: CORE_HEADERS names %s/, which is no "
                    "folder of LAYERS" % f)
     return bad
+
+
+def two_way(edges):
+    """(a, why a -> b, b, why b -> a) for files of one folder of ONE_WAY
+    that each include or call the other."""
+    seen = {}
+    for a, b, what in edges:
+        if folder_of(a) == folder_of(b) and folder_of(a) in ONE_WAY:
+            seen.setdefault((a, b), what)
+    return [(a, what, b, seen[(b, a)])
+            for (a, b), what in sorted(seen.items())
+            if a < b and (b, a) in seen]
 
 
 def documented(old):
@@ -296,6 +321,11 @@ def main():
         status = 1
     for msg in core_header_violations(inc, top):
         print(msg)
+        status = 1
+    for a, why_ab, b, why_ba in two_way(inc + calls):
+        print("check-layers: two files of %s/ depend on each other: "
+              "%s -> %s (%s), %s -> %s (%s)" %
+              (folder_of(a), a, b, why_ab, b, a, why_ba))
         status = 1
     deps = {}
     for a, b, _ in inc + calls:
