@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 /* Cached bytes kept at most, unless "default.cache" says otherwise. */
 #define ALLOY__BIGBLOCK_CACHE_DEFAULT ((size_t)64 << 20)

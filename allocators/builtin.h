@@ -5,7 +5,7 @@
 #ifndef ALLOY_ALLOCATORS_BUILTIN_H
 #define ALLOY_ALLOCATORS_BUILTIN_H
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 ALLOY_HIDDEN int alloy__register_default_allocator(void);
 ALLOY_HIDDEN int alloy__register_fail_allocator(void);

@@ -13,7 +13,7 @@
  * (allocators/ptrmap.h): no malloc or free of ours in a pair.
  */
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <alloy/cuda.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "allocators/builtin.h"
 #include "allocators/cuda_policy.h"
 

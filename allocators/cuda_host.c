@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "allocators/cuda_policy.h"
 #include "allocators/ptrmap.h"
 

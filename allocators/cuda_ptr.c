@@ -22,7 +22,7 @@
  */
 #include <pthread.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "allocators/ptrmap.h"
 #include "devices/devsrc.h"
 #include <alloy/cuda.h>

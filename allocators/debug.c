@@ -43,13 +43,13 @@
 
 #include "allocators/builtin.h"
 #include "allocators/wrap.h"
-#include "core/conf.h"
+#include "kernel/conf.h"
 #include <alloy/debug.h>
 
 /*
  * LeakSanitizer does not look inside mmap'd memory for pointers, and the
  * records are the only holders of the blocks' addresses: in sanitizer
- * builds the record slabs are registered as roots (as core/arena.c does).
+ * builds the record slabs are registered as roots (as kernel/arena.c does).
  */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>

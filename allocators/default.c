@@ -39,7 +39,7 @@
  * (dlsym on libc's handle searches libc and its dependencies, never a
  * preloaded object); without that handle (a static program) trim releases
  * only the big blocks' cache.  Under a sanitizer that owns malloc the
- * plain names are used instead (core/sanitizer.h says why).
+ * plain names are used instead (kernel/sanitizer.h says why).
  */
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
@@ -47,9 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/base.h"
-#include "core/conf.h"
-#include "core/sanitizer.h"
+#include "kernel/base.h"
+#include "kernel/conf.h"
+#include "kernel/sanitizer.h"
 #include "allocators/bigblock.h"
 #include "allocators/builtin.h"
 #include "allocators/default_cache.h"

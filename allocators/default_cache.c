@@ -6,7 +6,7 @@
  * all of them hold.
  */
 #include "allocators/default_cache.h"
-#include "core/arena.h"
+#include "kernel/arena.h"
 
 _Atomic unsigned alloy__dcache_depth = DCACHE_DEPTH_DEFAULT;
 int alloy__dcache_slot = -1;

@@ -16,7 +16,7 @@
  * allocators/freelink.h).  Blocks of one bin are glibc chunks of the
  * same size, so any of them serves any request of the bin.
  *
- * The cache hangs off the thread's record (core/count.c), is used by its
+ * The cache hangs off the thread's record (kernel/count.c), is used by its
  * thread only, and is emptied back into glibc when the thread exits and
  * by trim for the calling thread.  In a fork child the caches of the
  * threads that are gone are forgotten, not walked (one may have been
@@ -33,9 +33,9 @@
 #include <stddef.h>
 
 #include "allocators/freelink.h"
-#include "core/base.h"
-#include "core/count.h"
-#include "core/sanitizer.h"
+#include "kernel/base.h"
+#include "kernel/count.h"
+#include "kernel/sanitizer.h"
 
 /* glibc's chunk for a request: size word added, rounded up to 16. */
 #define DCACHE_CHUNK_SHIFT 4

@@ -15,7 +15,7 @@
 
 #include "allocators/builtin.h"
 #include "allocators/wrap.h"
-#include "core/hash.h"
+#include "kernel/hash.h"
 #include <alloy/fail.h>
 
 struct fail_state {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 struct alloy__ptrmap_slot {
 	uintptr_t key; /* 0: empty */

@@ -12,8 +12,8 @@
 
 #include "allocators/wrap.h"
 #include "allocators/builtin.h"
-#include "core/conf.h"
-#include "core/registry.h"
+#include "kernel/conf.h"
+#include "kernel/registry.h"
 
 /* Every wrapper compiled in, to follow chains of inners. */
 #define MAX_WRAPPERS 4

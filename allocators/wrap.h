@@ -14,7 +14,7 @@
 #ifndef ALLOY_ALLOCATORS_WRAP_H
 #define ALLOY_ALLOCATORS_WRAP_H
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 struct alloy__wrap {
 	const char *name; /* the wrapper's allocator name, for messages */

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/hash.h"
+#include "kernel/hash.h"
 #include "trace.h"
 
 /* A newer version from the writer must come with its parser here. */

@@ -5,7 +5,7 @@
 #ifndef ALLOY_CONTEXTS_CPU_H
 #define ALLOY_CONTEXTS_CPU_H
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 /* Register the CPU context (contexts/cpu.c); 0 or a negative code. */
 ALLOY_HIDDEN int alloy__register_cpu_context(void);

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "contexts/cuda_context.h"
 
 struct cuda_ctx {

@@ -4,7 +4,7 @@
  * (cudaSetDevice's state, kept by alloy for its own code), which both the
  * CUDA allocators and the CUDA context read.
  */
-#include "core/base.h"
+#include "kernel/base.h"
 #include "devices/devsrc.h"
 #include <alloy/cuda.h>
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "devices/devsrc.h"
 
 struct sim_stream {

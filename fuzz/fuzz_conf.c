@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/conf.h"
+#include "kernel/conf.h"
 
 #define CHECK(cond)              \
 	do {                     \

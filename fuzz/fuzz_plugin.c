@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz/fuzz_plugin.c - libFuzzer target: the plugin loader's checks of a
- * descriptor and of the allocators it lists (core/plugin.c).
+ * descriptor and of the allocators it lists (kernel/plugin.c).
  *
  * The plugin, fuzz/fuzz_plugin_so.c, returns a descriptor built from the
  * input.  A load must succeed exactly when the descriptor is valid,

@@ -17,8 +17,8 @@
 #include <inttypes.h>
 #include <alloy/dlpack.h>
 
-#include "core/arena.h"
-#include "core/base.h"
+#include "kernel/arena.h"
+#include "kernel/base.h"
 
 struct export_rec {
 	DLManagedTensor m;

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <alloy/dlpack.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 struct type_row {
 	uint8_t code, bits;

@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <alloy/alloy.h>
 
-#include "core/fd.h"
+#include "kernel/fd.h"
 #include "preload/front.h"
 
 __thread unsigned alloy__front_depth;

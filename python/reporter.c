@@ -245,7 +245,7 @@ static PyObject *py_flush(PyObject *self, PyObject *noargs)
 }
 
 /*
- * Owner labels are the calling OS thread's (core/owner.c), and a Python
+ * Owner labels are the calling OS thread's (kernel/owner.c), and a Python
  * thread is one: `with alloy.owner(...)` names what that thread allocates.
  */
 static PyObject *py_owner_push(PyObject *self, PyObject *args)

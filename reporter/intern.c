@@ -12,7 +12,7 @@
  * still be reading it; the old arrays together are smaller than the new.
  */
 #include "internal.h"
-#include "core/arena.h"
+#include "kernel/arena.h"
 
 #define CHUNK_RECORDS (1u << REP_VEC_CHUNK_SHIFT)
 

@@ -23,10 +23,10 @@
 #include <sys/types.h>
 #include <alloy/reporter.h>
 
-#include "core/base.h"
-#include "core/count.h"
-#include "core/owner.h"
-#include "core/conf.h"
+#include "kernel/base.h"
+#include "kernel/count.h"
+#include "kernel/owner.h"
+#include "kernel/conf.h"
 #include "reporter/start.h"
 
 /* ---- counters per (allocator, device) ------------------------------ */

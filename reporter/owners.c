@@ -3,7 +3,7 @@
  * reporter/owners.c - owner labels as small numbers.
  *
  * A block records the owner path in force on its thread when it was made
- * (core/owner.c) as an id into a table of distinct paths, which the trace
+ * (kernel/owner.c) as an id into a table of distinct paths, which the trace
  * writes once each ("o ID LABEL").  The thread's state keeps the id it
  * was given with the generation of its path, so a thread allocating
  * under one label looks it up only once.
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "core/arena.h"
+#include "kernel/arena.h"
 
 static struct {
 	pthread_mutex_t lock;

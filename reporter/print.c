@@ -10,7 +10,7 @@
 
 #include "internal.h"
 #include "utf8.h"
-#include "core/arena.h"
+#include "kernel/arena.h"
 
 /* Leaks listed one by one; the rest are only counted. */
 #define MAX_LISTED 100

@@ -4,7 +4,7 @@
  * the slow operations over all shards.  The hot path is ptrtable.h.
  */
 #include "ptrtable.h"
-#include "core/arena.h"
+#include "kernel/arena.h"
 
 #define MIN_CAP 64
 

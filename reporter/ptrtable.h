@@ -11,7 +11,7 @@
  * its last REP_RECENT frees, which is how a second free of the same
  * pointer is told from a pointer the reporter never saw.
  *
- * The table's memory comes from alloy's arena (core/arena.h), never from
+ * The table's memory comes from alloy's arena (kernel/arena.h), never from
  * an allocator the reporter watches or from the process's malloc: the
  * reporter must not report itself, nor recurse into a malloc that alloy
  * serves.  Growing, listing and the rest are in ptrtable.c.
@@ -22,7 +22,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "core/hash.h"
+#include "kernel/hash.h"
 #include "internal.h"
 
 #define REP_NSHARDS 64

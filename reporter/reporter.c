@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "internal.h"
-#include "core/fork.h"
-#include "core/hooks.h"
-#include "core/registry.h"
+#include "kernel/fork.h"
+#include "kernel/hooks.h"
+#include "kernel/registry.h"
 #include "ptrtable.h"
 
 struct rep_entry alloy__rep_entries[ALLOY_REPORTER_MAX_ENTRIES];
@@ -52,7 +52,7 @@ static void counter_init(struct rep_counter *c, int slot);
  * inherit one held by a thread that does not exist there.  The child
  * keeps counting (its blocks are copies); its files are its own only
  * where their paths have %p (session.c).  Core runs these inside its
- * plugin lock (core/fork.c says why).
+ * plugin lock (kernel/fork.c says why).
  */
 static void fork_prepare(void)
 {
@@ -444,7 +444,7 @@ static inline __attribute__((always_inline)) int record_free(const void *ptr,
 	return 0;
 }
 
-/* Blocks of zero bytes never come here: core/plain.c keeps them back. */
+/* Blocks of zero bytes never come here: kernel/plain.c keeps them back. */
 static void hook_alloc(struct alloy_allocator *a,
 		       const struct alloy_data_ptr *dp)
 {

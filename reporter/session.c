@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "core/fd.h"
+#include "kernel/fd.h"
 
 #define REPORT_BUF 4096
 

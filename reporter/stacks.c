@@ -41,7 +41,7 @@
 #endif
 
 #include "internal.h"
-#include "core/arena.h"
+#include "kernel/arena.h"
 #include "reporter/unwind.h"
 
 /* Room for alloy's own frames above the REP_MAX_FRAMES kept. */

@@ -5,7 +5,7 @@
 #ifndef ALLOY_REPORTER_START_H
 #define ALLOY_REPORTER_START_H
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 /*
  * Start the reporter if ALLOY_CONF asks for it (report, log or trace):

@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "core/arena.h"
-#include "core/fd.h"
+#include "kernel/arena.h"
+#include "kernel/fd.h"
 
 void alloy__rep_fd_keep(struct rep_fd *k, int fd)
 {

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 /* Slots of a cache: a power of two (64 KiB a thread at 16 bytes each). */
 #define UNWIND_CACHE_SLOTS 4096
@@ -27,7 +27,7 @@ struct unwind_rule {
 
 /*
  * One thread's cache.  Zeroed memory is an empty cache; the caller keeps
- * it (the reporter: with the thread's record, core/count.c) and gives
+ * it (the reporter: with the thread's record, kernel/count.c) and gives
  * it to every walk of that thread only.
  */
 struct alloy__unwind_cache {

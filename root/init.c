@@ -4,18 +4,18 @@
  * when it starts, in order.
  *
  * This is the one file that knows every part.  Core runs compose() on
- * first use (core/init.c) without naming it: the constructor below
+ * first use (kernel/init.c) without naming it: the constructor below
  * attaches it, which is a single pointer store at load time, so loading
  * liballoy reads no environment and touches nothing until it is used.  A
  * program linked statically pulls this file in through alloy_init().
  */
 #include <stdio.h>
 
-#include "core/base.h"
-#include "core/compose.h"
-#include "core/plugins.h"
-#include "core/conf.h"
-#include "core/secure.h"
+#include "kernel/base.h"
+#include "kernel/compose.h"
+#include "kernel/plugins.h"
+#include "kernel/conf.h"
+#include "kernel/secure.h"
 #include "allocators/builtin.h"
 #include "contexts/cpu.h"
 #include "reporter/start.h"

@@ -7,7 +7,7 @@
 The graph between the folders of the library and the programs built on
 it has two kinds of edges:
 
-  include  a file includes another folder's private header ("core/x.h",
+  include  a file includes another folder's private header ("kernel/x.h",
            or "x.h" beside it), read from the sources;
   call     an object file uses a symbol that another folder's object
            defines, read with nm from the build directory (so calls
@@ -42,7 +42,7 @@ import sys
 
 # Bottom to top.  (folder, what it is)
 LAYERS = [
-    [("core", "ops, DataPtr, registry, ALLOY_CONF, modules, plugins")],
+    [("kernel", "alloy's core: ops, DataPtr, registry, ALLOY_CONF, modules, plugins")],
     [("devices", "CUDA memory sources; the thread's device and stream")],
     [("allocators", "built-in allocators: default, fail, debug, CUDA "
       "policies"),
@@ -75,7 +75,7 @@ LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
               "pvalloc", "malloc_usable_size", "malloc_trim",
               "pthread_atfork", "__register_atfork"}
 
-# Which of core's private headers ("core/x.h") a folder above core may
+# Which of core's private headers ("kernel/x.h") a folder above core may
 # include.  Every folder may include CORE_HEADERS_EVERY (what any layer
 # needs: visibility and errors, memory that is not the process's malloc,
 # ALLOY_CONF's parsed form, the mixing function, alloy's descriptors);
@@ -228,19 +228,19 @@ def core_header_violations(edges, top):
     bad = []
     for a, b, _ in edges:
         fa = folder_of(a)
-        if folder_of(b) != "core" or fa == "core":
+        if folder_of(b) != "kernel" or fa == "kernel":
             continue
-        header = os.path.relpath(b, "core")
+        header = os.path.relpath(b, "kernel")
         allowed = CORE_HEADERS_EVERY | CORE_HEADERS.get(fa, set())
         if header not in allowed:
-            bad.append("check-layers: %s includes core/%s, which %s/ may "
+            bad.append("check-layers: %s includes kernel/%s, which %s/ may "
                        "not include (%s/ may include core's %s: "
                        "CORE_HEADERS in scripts/check-layers.py)" %
                        (a, header, fa, fa, ", ".join(sorted(allowed))))
     named = CORE_HEADERS_EVERY.union(*CORE_HEADERS.values())
     for header in sorted(named):
-        if not os.path.exists(os.path.join(top, "core", header)):
-            bad.append("check-layers: CORE_HEADERS names core/%s, which "
+        if not os.path.exists(os.path.join(top, "kernel", header)):
+            bad.append("check-layers: CORE_HEADERS names kernel/%s, which "
                        "does not exist" % header)
     for f in sorted(set(CORE_HEADERS) - set(LEVEL)):
         bad.append("check-layers: CORE_HEADERS names %s/, which is no "

@@ -10,7 +10,7 @@
 
 #include "tensor/tensor_impl.h"
 #include "tensor/blob_impl.h"
-#include "core/owner.h"
+#include "kernel/owner.h"
 #include <alloy/workspace.h>
 #include <alloy/blob.h>
 

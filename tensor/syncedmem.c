@@ -14,7 +14,7 @@
 #include <alloy/cuda.h>
 #include <alloy/syncedmem.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 #include "devices/devsrc.h"
 
 struct alloy_syncedmem {

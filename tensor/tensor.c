@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "tensor/tensor_impl.h"
-#include "core/conf.h"
+#include "kernel/conf.h"
 
 /*
  * What data accessors hand out for a tensor with no elements and no

@@ -15,7 +15,7 @@
 
 #include <alloy/typemeta.h>
 
-#include "core/base.h"
+#include "kernel/base.h"
 
 /* The -EOVERFLOW of alloy__elems_bytes, out of line. */
 ALLOY_HIDDEN int alloy__elems_overflow(const char *func,

@@ -313,7 +313,7 @@ void alloy__allocator_deleter(struct alloy_data_ptr *dp);
  * unregister, which must not see the block gone while the allocator's
  * code still runs; counting the bytes first leaves one pointer, not
  * three values, to keep across the call.  The plain-pointer API's free
- * counts its blocks so too (core/plain.c).
+ * counts its blocks so too (kernel/plain.c).
  */
 static inline void alloy__free_counted(const struct alloy__allocator_head *a,
 				       struct alloy__tls *t, void *block,

@@ -3,7 +3,7 @@
  * tests/programs/late_alloy.c - threads that were running before liballoy was
  * loaded (as in a Python process that imports alloy, or any program
  * that dlopens it) allocate through it.  Its fast paths read a pointer
- * in static TLS that starts on a record of "no record yet" (core/
+ * in static TLS that starts on a record of "no record yet" (kernel/
  * count.c), copied into each running thread at the load: were it left
  * NULL there, the first allocation of such a thread would crash.  Each
  * thread makes blocks through the DataPtr path, the default path and the

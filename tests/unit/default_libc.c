@@ -21,7 +21,7 @@
 
 #include <alloy/alloy.h>
 
-#include "core/sanitizer.h"
+#include "kernel/sanitizer.h"
 
 #ifdef ALLOY_SANITIZER_OWNS_MALLOC
 int main(void)

@@ -41,7 +41,7 @@
  * process's.  Under one, this test has nothing to check (exit 77, a skip);
  * the normal build runs it.
  */
-#include "core/sanitizer.h"
+#include "kernel/sanitizer.h"
 
 #ifdef ALLOY_SANITIZER_OWNS_MALLOC
 int main(void)

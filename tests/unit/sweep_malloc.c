@@ -37,7 +37,7 @@
 
 #include "sweep_workloads.h"
 
-#include "core/sanitizer.h"
+#include "kernel/sanitizer.h"
 
 #ifdef ALLOY_SANITIZER_OWNS_MALLOC
 int main(void)

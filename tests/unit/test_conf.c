@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/conf.h"
-#include "core/secure.h"
+#include "kernel/conf.h"
+#include "kernel/secure.h"
 #include "testutil.h"
 
 START_TEST(parse_good)

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/sanitizer.h"
+#include "kernel/sanitizer.h"
 #include "testutil.h"
 
 #define HOLDS_1040 1048

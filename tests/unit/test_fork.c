@@ -16,7 +16,7 @@
 
 #include <alloy/debug.h>
 
-#include "core/sanitizer.h"
+#include "kernel/sanitizer.h"
 #include "testutil.h"
 
 /* A sanitizer that owns malloc runs neither (see suite_fork). */

@@ -18,8 +18,8 @@
 
 #include <alloy/plugin.h>
 
-#include "core/sanitizer.h"
-#include "core/secure.h"
+#include "kernel/sanitizer.h"
+#include "kernel/secure.h"
 #include "testutil.h"
 
 #define PLUGIN_DIR     ALLOY_BUILD_DIR "/tests/plugins/.libs"

@@ -303,7 +303,7 @@ static int device_without_default(void)
 /*
  * The fast paths of alloy_alloc_default and alloy_malloc take no branch
  * for a device without a default, nor clear the error mark in a store of
- * their own (core/alloc.c): what they must still get right.  A device
+ * their own (kernel/alloc.c): what they must still get right.  A device
  * without a default is -ENODEV with an empty DataPtr, and the registry
  * still says it has none; an allocator that refuses gives -ENOMEM (and
  * ENOMEM for the plain API) with nothing counted, and the message carries
