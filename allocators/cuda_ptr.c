@@ -14,11 +14,9 @@
  * (record_stream only); never the other way.
  *
  * The DataPtrs live in records of a pool under the map's lock
- * (allocators/ptrmap.h): a malloc and a free a pair saved (a 4 KiB pair
- * on cuda_caching_sim, callgrind: 1501 instructions with a record
- * malloc'd for each block, 1394 from a pool, against 1075 through
- * alloy_alloc with a DataPtr), for at most one record (48 bytes) per
- * block live at the busiest moment.
+ * (allocators/ptrmap.h): a pool spares a malloc and a free a pair, most
+ * of what a record costs over alloy_alloc with a DataPtr, for at most one
+ * record (48 bytes) per block live at the busiest moment.
  */
 #include <pthread.h>
 

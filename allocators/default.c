@@ -15,9 +15,9 @@
  * is carved from a malloc of size + align bytes: the block starts at the
  * first aligned address at least one word in, and that word holds
  * glibc's pointer.  glibc's malloc and free are its fast path (per-thread
- * cache, about 140 instructions a pair), where posix_memalign always
- * takes the slow one (about 580, with a split of the chunk); the price is
- * align bytes more per carved block.  Keeping every request under
+ * cache), where posix_memalign always takes the slow one (with a split of
+ * the chunk, several times the cost); the price is align bytes more per
+ * carved block.  Keeping every request under
  * 128 KiB, glibc's own threshold for mapping, also means alloy never
  * moves glibc's dynamic thresholds: the process's malloc behaves as if
  * alloy were not there.  Large blocks are allocators/bigblock.c's: a

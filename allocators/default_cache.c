@@ -50,7 +50,7 @@ void *alloy__dcache_take_last(size_t b)
 /*
  * Retire c: at its thread's exit its blocks go back to glibc and c is
  * left empty for the next thread that takes the record.  In a fork child,
- * for a thread that is gone, c is left as it is and no longer counted:
+ * for a thread that is gone, c is left as it is and not counted:
  * core drops it from the record, so nothing walks or reuses lists that
  * may have been half-changed at the fork, and the blocks stay allocated
  * in the child - and reachable from c, as memcheck sees - like glibc's

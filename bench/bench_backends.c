@@ -105,12 +105,12 @@ static double ops_round(const void *arg, size_t size, long iters)
  * The raw rounds keep one block of the size live while they run, a
  * neighbour of the pair's block, as any program has.  A lone pair takes
  * a slower path of either library: mimalloc's free empties its page
- * every time (page retire: 119 instructions a 64 B pair against 57), and
+ * every time (its page retire path, about twice a pair's cost), and
  * jemalloc's sdallocx is slower while no other block of the class is
- * live in the process (205 against 136).  The timed run had a neighbour
- * for mimalloc anyway once the module's cache held a block of the size
- * (the ways alternate in one process), not for jemalloc, and callgrind
- * counts the raw way before the others: with the neighbour, the count
+ * live in the process.  A timed run without one would have a neighbour
+ * for mimalloc once the module's cache held a block of the size (the
+ * ways alternate in one process), not for jemalloc, and callgrind counts
+ * the raw way before the others: with the neighbour, the count
  * and the time measure the same path, the library's fastest.
  */
 #ifdef ALLOY_HAVE_JEMALLOC

@@ -9,7 +9,7 @@
  *   alloy's own code in that loop - liballoy's and the fast paths its
  *   headers inline into the caller, without the no-op ops' and without
  *   the loop's counting and touching (bench/callgrind.c tells them apart)
- *   - are the framework's: the figure issue 13 sets at <= 60.
+ *   - are the framework's: the figure its goal bounds (docs/BENCHMARKS.md).
  * - against what it replaces: pairs through alloy with the "default"
  *   allocator against posix_memalign(64) + free called directly (c10's
  *   DefaultCPUAllocator), 64 B to 1 MiB, in time and in instructions;

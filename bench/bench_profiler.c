@@ -397,10 +397,10 @@ struct workload {
 	int (*run)(long iters, int arg); /* 0 or -1 */
 	int arg;
 	/*
-	 * Whether the issue's goal (call stacks >= 0.5x off) is judged here:
-	 * on the tensor workloads.  Its malloc-heavy program is a real one
-	 * under alloy run (bench/bench_front.c); this loop of two allocations
-	 * in 1,700 instructions shows the capture's cost, with no goal.
+	 * Whether the call-stack goal is judged here: on the tensor
+	 * workloads.  Its malloc-heavy program is a real one under alloy run
+	 * (bench/bench_front.c); this loop of two allocations and little else
+	 * shows the capture's cost, with no goal.
 	 */
 	bool goal;
 };

@@ -4,8 +4,7 @@
  * 0.8 to 1.6 MB created, used and freed in a loop, with the default
  * allocator (through alloy_alloc_default) against glibc's malloc, calloc
  * and free called directly - and, for contrast, posix_memalign(64) with a
- * memset for zeros, which is what the default allocator used to do and
- * what c10's CPU allocator does.
+ * memset for zeros, which is what c10's CPU allocator does.
  *
  * Two patterns, each step drawing its sizes at random (the same sequence
  * for every side):

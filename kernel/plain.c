@@ -165,8 +165,8 @@ static inline void *finish(struct alloy_allocator *a, void *base, size_t size,
 	 * One copy of the whole header, not a store per field: the free
 	 * reads it back as two words, and a load that spans two separate
 	 * smaller stores still in flight cannot be forwarded from them (the
-	 * CPU waits for them to reach the cache: the pair ran 1.6x the
-	 * DataPtr pair's time at 1.15x its instructions).
+	 * CPU waits for them to reach the cache, which costs far more than
+	 * the few instructions saved).
 	 */
 	memcpy(h, &v, sizeof(v));
 	return user;
@@ -486,7 +486,7 @@ static void *realloc_in_place(struct alloy_allocator *a, void *ptr,
 	base = a->ops.realloc(a->ctx, (char *)ptr - off, old + off, size + off,
 			      off);
 	if (!base) {
-		/* The old block is still there, no longer reported. */
+		/* The old block is still there, not reported. */
 		h->tag &= ~((uint32_t)PLAIN_REPORTED << 24);
 		h->check = hdr_check(ptr, h->tag);
 		if (reported)

@@ -9,8 +9,8 @@
  * jemalloc's object itself, so that neither glibc's malloc nor an
  * LD_PRELOAD front that defines malloc for the process is reached: in
  * Debian's jemalloc 5.3 only malloc and free have the fast path, and a
- * pair costs 79 instructions at 64 B against 206 for mallocx + sdallocx
- * with flags 0 (docs/BENCHMARKS.md).  The plain-pointer API's blocks
+ * pair through them costs far less than mallocx + sdallocx with flags 0
+ * (docs/BENCHMARKS.md).  The plain-pointer API's blocks
  * (16-aligned, never under 17 bytes) are known flag-free by two tests,
  * without the table below.  Everywhere else it is the
  * non-standard API, mallocx / sdallocx / rallocx with the flags; sized
@@ -19,8 +19,8 @@
  * arena option changed before its free, for one).
  *
  * Alignment is passed only when the size class does not give it anyway:
- * any MALLOCX_ALIGN flag takes jemalloc off its flags-0 fast path (about
- * 80 instructions a pair), and at 64 bytes most sizes need none.  The
+ * any MALLOCX_ALIGN flag takes jemalloc off its flags-0 fast path, and at
+ * 64 bytes most sizes need none.  The
  * rule, from jemalloc's size classes: every object of a small class is
  * aligned to the lowest set bit of the class size (its slabs are
  * page-aligned and the objects packed), and large allocations are at least

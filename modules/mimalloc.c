@@ -6,7 +6,7 @@
  *
  * mi_malloc_aligned is slower than mi_malloc (above 1 KiB it has no fast
  * path: it over-allocates and marks the page, which sends mi_free the slow
- * way too; about 76 instructions more a pair).  Yet mi_malloc's blocks are
+ * way too, a cost every pair pays).  Yet mi_malloc's blocks are
  * usually aligned enough: mimalloc packs equal blocks from an aligned page
  * start, so a block is aligned to the lowest set bit of its size class,
  * and its classes above 1 KiB are multiples of 256.  So where that is
@@ -17,7 +17,7 @@
  *
  * mi_malloc_aligned's own result is checked too: mimalloc 2.0.9 returns
  * misaligned blocks for some sizes up to 1 KiB at alignments of 256 and
- * more (upstream issue 700, fixed in later releases); such a request is
+ * more (an upstream bug that later releases fix); such a request is
  * made again above 1 KiB, where mimalloc aligns by over-allocating.
  *
  * Loaded with RTLD_LOCAL, libmimalloc's malloc/free do not interpose on
@@ -40,8 +40,8 @@
 
 /*
  * The thread cache (modules/modtcache.h) up to 64 KiB, the large cache
- * above: from 128 KiB mimalloc gives every block a span of its own (2,136
- * instructions a pair at 128 KiB).
+ * above: from 128 KiB mimalloc gives every block a span of its own, a slow
+ * path that the cache spares.
  */
 #define LARGE_LG_MIN MTCACHE_LG_END
 /* Above this, mimalloc's size classes are multiples of 256. */

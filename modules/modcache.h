@@ -7,11 +7,11 @@
  * Both backends have a slow path for large blocks that a tensor runtime
  * walks all the time: jemalloc keeps only blocks up to its tcache_max
  * (32 KiB) per thread and finds every larger one in its arena's extents
- * under a lock (about 4,200 instructions a pair); mimalloc gives every
- * block above 128 KiB a span of its own in a segment and returns it at
- * the free.  A NumPy-like loop that creates and frees arrays of 64 KiB
- * to a few MiB ran at 0.33-0.45 of glibc's speed on either (glibc keeps
- * such blocks in its heap once its dynamic threshold has moved).  So the
+ * under a lock; mimalloc gives every block above 128 KiB a span of its
+ * own in a segment and returns it at the free.  A NumPy-like loop that
+ * creates and frees arrays of 64 KiB to a few MiB is then far slower on
+ * either than on glibc (glibc keeps such blocks in its heap once its
+ * dynamic threshold has moved).  So the
  * module keeps freed blocks of 2^lg_min to 2^(lg_min + 8) bytes: a list
  * of at most MODCACHE_DEPTH blocks per size class, four classes to a
  * doubling (modules/quarterclass.h), each block made at its class's

@@ -7,13 +7,11 @@
  * Both backends are slower in 1 KiB - 64 KiB than at their smallest
  * sizes, and slower than alloy's own path could hide: mimalloc serves up
  * to 1024 bytes from a per-size page pointer of the thread's heap and
- * takes its generic path above (262 instructions a mi_malloc + mi_free
- * pair at 1040 bytes against 156 at 1024); jemalloc's thread cache costs
- * 234 instructions a mallocx + sdallocx pair at 4 KiB and 387 at 16 KiB,
- * and above its tcache_max (32 KiB) a block comes from the arena under a
- * lock (2,600-4,200).  Below 1 KiB mimalloc is quick until a free empties
- * its page, which then takes its retire path (88 instructions a free
- * against 26): a block made and freed over and over, as a tensor
+ * takes its slower generic path above; jemalloc's thread cache grows
+ * dearer with the size, and above its tcache_max (32 KiB) a block comes
+ * from the arena under a lock.  Below 1 KiB mimalloc is quick until a
+ * free empties its page, which then takes its slower retire path: a
+ * block made and freed over and over, as a tensor
  * runtime's small buffers are, pays that every time.  Below 1 KiB a pair
  * through jemalloc's module and its table of flags cost more than a pop
  * and a push: both modules start at 33 bytes (jemalloc's where the
@@ -117,8 +115,8 @@ struct mtcache_backend {
  * their own for everything else.  Shaped as the op itself, such a
  * function is reached without moving an argument; noipa keeps gcc from
  * making a private copy without the unused ctx, whose arguments each sit
- * one register lower, which made the ops shuffle their registers before
- * the cache's path too (4 instructions a pair).
+ * one register lower, so that the ops would shuffle their registers
+ * before the cache's path too.
  */
 #if defined(__has_attribute)
 #if __has_attribute(noipa)

@@ -4,8 +4,8 @@
  * unwind tables (.eh_frame) that every object built for x86-64 Linux
  * carries, with a per-thread cache of each return address's frame.
  *
- * Why not libunwind alone: unw_backtrace() costs about 100 instructions a
- * frame even when its own cache hits (docs/BENCHMARKS.md, "Profiler"), and
+ * Why not libunwind alone: unw_backtrace() costs dearly per frame even
+ * when its own cache hits (docs/BENCHMARKS.md, "Profiler"), and
  * a call stack for every allocation of a malloc-bound program is most of
  * what backtrace:1 costs.  But on x86-64 the code gcc and clang emit
  * needs very little to step over a frame: the CFA (the caller's stack

@@ -9,7 +9,7 @@
  * deleter counts them (docs/ARCHITECTURE.md, "Why unregistering is
  * safe").  A deleter calling the op from a frame of its own costs a call
  * and a return more a pair, which is most of the time alloy adds to a
- * backend's fastest pair (docs/BENCHMARKS.md, issue 13).  So what it
+ * backend's fastest pair (docs/BENCHMARKS.md).  So what it
  * reads is part of liballoy.so.1's ABI, fixed as the soname is:
  *
  *  - the thread's record, alloy__tls_self (initial-exec TLS: no call to

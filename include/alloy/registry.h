@@ -36,7 +36,7 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
  * Unregister by name.  -ENOENT unknown, -EBUSY while it is the default of
  * a device, still has live blocks, or is the inner of a wrapper allocator
  * (fail, debug).  Calls fini.  After success, blocks of
- * it can no longer exist and its handle must not be used.
+ * it cannot exist and its handle must not be used.
  */
 int alloy_unregister_allocator(const char *name);
 

@@ -145,7 +145,7 @@ rc=$(run report "$dir/v1.trace" --at peak)
 check "version 1 trace: at peak with sites unknown" \
 	'[ "$rc" = 0 ] && grep -q "^peak of cpu:0: 150 bytes" "$out" && grep -q "unknown (no call stack recorded: backtrace:1)" "$out"'
 # Sizes and sums that would wrap, and alignments that are no power of two
-# (issue 15): refused by report as by replay.
+# are refused by report as by replay.
 printf 'alloy-trace 1 pid=7\na 1 1 0x10 9223372036854775808 64 x cpu:0\na 2 1 0x20 9223372036854775808 64 x cpu:0\n' >"$dir/huge.trace"
 rc=$(run report "$dir/huge.trace")
 check "two blocks of 2^63 bytes: refused" '[ "$rc" = 1 ] && grep -q "huge.trace:2: (byte 20) size 9223372036854775808 is larger than any block" "$err"'
@@ -188,7 +188,7 @@ ALLOY_CONF="report:stderr,leaks:off" $PROG --leak >"$out" 2>"$err"
 check "leaks:off: the table only" 'grep -q "^(all) " "$err" && ! grep -q "live at exit\|still live" "$err"'
 ALLOY_CONF="report:stderr,leaks:full" $PROG --leak >"$out" 2>"$err"
 check "leaks:full: each block, with its owner" 'grep -q "^leaks (blocks still live):" "$err" && grep -q "4096 bytes from default (cpu:0) owned by model/layer1" "$err" && grep -q "2 blocks, 8192 bytes" "$err"'
-# Output that cannot be written is said once, at the first failure (issue 15).
+# Output that cannot be written is said once, at the first failure.
 for what in trace log report; do
 	ALLOY_CONF="$what:/dev/full" "$ALLOY" demo >"$out" 2>"$err"
 	check "$what:/dev/full: one line on stderr at the first failure" \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # tests/cli/test_nomalloc_reporter.sh - the reporter's part of the malloc-free
-# allocation path (issue 11): tests/unit/nomalloc with the reporter switched on
+# allocation path: tests/unit/nomalloc with the reporter switched on
 # by hand, then with ALLOY_CONF's trace, event log, exit report and call
 # stacks (a malloc that aborts while armed; see tests/unit/nomalloc.c).
 set -u

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tests/cli/test_setuid.sh - secure-execution mode for real (issue 15 item 1).
+# tests/cli/test_setuid.sh - secure-execution mode for real.
 #
 # A setuid-root copy of tests/programs/setuid_probe, run as an unprivileged
 # user with an environment an attacker chose: ALLOY_PLUGINS and

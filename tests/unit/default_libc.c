@@ -4,7 +4,7 @@
  * names, never through the interposable malloc family.
  *
  * This program defines malloc, free and the rest for the whole process,
- * as the LD_PRELOAD front of issue 11 will (a definition in the program
+ * as the LD_PRELOAD front does (a definition in the program
  * comes before libc's in every lookup), counting each call and passing it
  * on to glibc.  It then drives the default allocator's ops directly -
  * small and large blocks, zeroed and junk-filled, usable size, trim,

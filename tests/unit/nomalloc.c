@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/unit/nomalloc.c - alloy's allocation path never calls the process's
- * malloc (issue 11): a program that replaces the malloc family with
+ * malloc: a program that replaces the malloc family with
  * versions that abort while this thread is "armed", then allocates and
  * frees through every path a malloc front would use.
  *

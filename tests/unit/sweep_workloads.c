@@ -197,7 +197,7 @@ static int setup_syncedmem(void)
 	 * cuda_host module; whether that module was built must not change
 	 * what the sweep sees, so no module is found here.  (Without a GPU
 	 * its load fails, and in this tree that failure leaks the contexts
-	 * the module built: reported to issue 6.)
+	 * the module built.)
 	 */
 	setenv("ALLOY_MODULE_PATH", "/nonexistent", 1);
 	rc = alloy_cuda_sim_register_context(alloy_cuda_sim_builtin());

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/unit/test_api_edges.c - the sharp edges of the public API an outside
- * review hit (issue 15, items 7 and 9): a device memset through the
+ * review hit: a device memset through the
  * device's context, the caching allocator's memory fraction set from C
  * and named in its out-of-memory message, and initialisers for the
  * structs that carry a size/version header.

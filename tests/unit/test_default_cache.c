@@ -182,7 +182,7 @@ static void *cache_and_wait(void *arg)
 
 /*
  * In a fork child the other threads are gone: their caches are dropped
- * there (no longer counted), while the parent's thread keeps its own.
+ * there (not counted), while the parent's thread keeps its own.
  */
 START_TEST(fork_child_drops_the_caches_of_gone_threads)
 {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/unit/test_fork.c - fork() in a process whose other threads allocate,
- * swap defaults and register allocators all the while (issue 11): the
+ * swap defaults and register allocators all the while: the
  * child must be able to do all of it too, unregistering included (which
  * waits for every thread's window and would hang on a record left open
  * by a thread that does not exist in the child); and misuse that only
- * the summed counts can show (issue 15, item 8).
+ * the summed counts can show.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -165,7 +165,7 @@ END_TEST
 
 #endif /* !ALLOY_SANITIZER_OWNS_MALLOC */
 
-/* ---- issue 15, item 8: more frees than allocations ------------------ */
+/* ---- more frees than allocations ------------------------------------ */
 
 static char block[64];
 static void *fixed_alloc(void *c, size_t s, size_t a, unsigned f)

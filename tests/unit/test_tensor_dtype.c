@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/unit/test_tensor_dtype.c - a tensor's element type and elements from
- * the outside (issue 15 item 9): alloy_tensor_set_dtype and its refusals,
+ * the outside: alloy_tensor_set_dtype and its refusals,
  * string elements without raw char *, alloy_tensor_record_stream on the
  * simulated device, and a blob that keeps its contents when get_mutable
  * fails.

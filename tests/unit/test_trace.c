@@ -324,7 +324,7 @@ static const struct {
 	  "its own file)" },
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0 extra\n",
 	  ":2: (byte 20) expected" },
-	/* Sizes and sums that would wrap, alignments (issue 15). */
+	/* Sizes and sums that would wrap, alignments. */
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 9223372036854775808 8 x cpu:0\n",
 	  ":2: (byte 20) size 9223372036854775808 is larger than any block" },
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 4611686018427387904 8 x cpu:0\n"
