@@ -113,8 +113,7 @@ static void async_free_async(void *ctx, void *ptr, size_t size, size_t align,
 	if (stream && stream != blk.stream)
 		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, stream);
 	for (size_t i = 0; i < blk.uses.n; i++)
-		ca->b.src.ops->stream_synchronize(ca->b.src.ctx,
-						  blk.uses.v[i]);
+		ca->b.src.ops->stream_synchronize(ca->b.src.ctx, blk.uses.v[i]);
 	ca->b.src.ops->dev_free_async(ca->b.src.ctx, blk.device, ptr,
 				      blk.stream);
 	alloy__ptrvec_free(&blk.uses);

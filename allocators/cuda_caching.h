@@ -49,7 +49,7 @@ struct cc_segment {
 	size_t size;
 	void *stream;
 	int pool;
-	bool huge; /* made for one request of 10 MiB or more */
+	bool huge;     /* made for one request of 10 MiB or more */
 	bool oversize; /* counted in oversize_segments (see cc_block) */
 	int device;
 	struct cc_block *head;

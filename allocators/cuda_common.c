@@ -82,8 +82,7 @@ int alloy__cuda_base_new(size_t size, const struct alloy__devsrc *src,
 	return 0;
 }
 
-/* ---- allocators on simulators ---------------------------------------------
- */
+/* ---- allocators on simulators -------------------------------------------- */
 
 static pthread_mutex_t sims_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {

@@ -33,7 +33,7 @@ struct ch_block {
 	int state;
 	struct alloy__ptrvec streams; /* it was used on, while allocated */
 	struct alloy__ptrvec events;  /* recorded at free, not yet done */
-	struct ch_block *next;	     /* in a free list or the pending list */
+	struct ch_block *next;	      /* in a free list or the pending list */
 };
 
 struct ch {

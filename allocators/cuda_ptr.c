@@ -26,7 +26,7 @@
 #include <alloy/cuda.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct alloy__ptrmap blocks;  /* address -> its DataPtr */
+static struct alloy__ptrmap blocks;   /* address -> its DataPtr */
 static struct alloy__recpool records; /* the DataPtrs of blocks freed */
 
 /* File dp under its address; 0 or -ENOMEM.  The lock is held. */
@@ -77,9 +77,10 @@ void alloy_cuda_free(void *ptr, size_t size, int device, void *stream)
 	}
 	pthread_mutex_unlock(&lock);
 	if (!r) {
-		alloy__error(-EINVAL, __func__,
-			     "%p is not a live block of alloy_cuda_malloc (freed already?)",
-			     ptr);
+		alloy__error(
+			-EINVAL, __func__,
+			"%p is not a live block of alloy_cuda_malloc (freed already?)",
+			ptr);
 		return;
 	}
 	alloy_data_ptr_free(&dp);

@@ -777,8 +777,7 @@ int alloy__register_debug_allocator(void)
 	return alloy__wrap_register(&ds.w, &debug_ops);
 }
 
-/* ---- API ------------------------------------------------------------------
- */
+/* ---- API ----------------------------------------------------------------- */
 
 uint64_t alloy_debug_errors(int kind)
 {

@@ -132,7 +132,8 @@ static inline char *block_in(char *raw, size_t align)
  * line: the direct blocks' path then keeps no register across glibc's
  * call and reaches it by a tail call.
  */
-static __attribute__((noinline)) void *carve(size_t size, size_t align, bool zero)
+static __attribute__((noinline)) void *carve(size_t size, size_t align,
+					     bool zero)
 {
 	char *raw = libc_alloc(size + align, zero);
 	char *ptr;
@@ -302,16 +303,15 @@ static void *default_realloc(void *ctx, void *ptr, size_t old_size,
 	bool big = is_big(old_size, align);
 	void *p;
 
-	if (likely(!alloy__conf.junk_fill) &&
-	    big == is_big(new_size, align)) {
+	if (likely(!alloy__conf.junk_fill) && big == is_big(new_size, align)) {
 		if (big) {
 			if (alloy__bigblock_resize(ptr, new_size, align, &p))
 				return p;
 		} else if (!is_direct(align)) {
 			return recarve(ptr, old_size, new_size, align);
 		} else if (DIRECT_RESIZES_IN_PLACE) {
-			return libc_realloc(
-				ptr, alloy__dcache_block_size(new_size));
+			return libc_realloc(ptr,
+					    alloy__dcache_block_size(new_size));
 		}
 	}
 	p = default_alloc(ctx, new_size, align, 0);

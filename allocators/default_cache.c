@@ -83,7 +83,8 @@ int alloy__dcache_init(void (*release)(void *ptr))
 	if (slot < 0) {
 		/* No slot, no cache: put finds no depth and frees at once. */
 		atomic_store(&alloy__dcache_depth, 0);
-		return alloy__error(slot, "default", "no counter slot left "
+		return alloy__error(slot, "default",
+				    "no counter slot left "
 				    "for the per-thread cache; it is off");
 	}
 	release_block = release;
@@ -117,8 +118,9 @@ size_t alloy__dcache_flush_self(void)
 
 size_t alloy__dcache_bytes(void)
 {
-	int64_t n = alloy__dcache_slot < 0 ?
-			    0 : alloy__tcount_sum(alloy__dcache_slot);
+	int64_t n = alloy__dcache_slot < 0
+			    ? 0
+			    : alloy__tcount_sum(alloy__dcache_slot);
 
 	return n > 0 ? (size_t)n : 0;
 }

@@ -20,8 +20,9 @@
  * thread only, and is emptied back into glibc when the thread exits and
  * by trim for the calling thread.  In a fork child the caches of the
  * threads that are gone are forgotten, not walked (one may have been
- * halfway through a change), as glibc forgets its own.  Bytes in caches count in a per-thread counter
- * slot, so the allocator's stats report them as reserved.
+ * halfway through a change), as glibc forgets its own.  Bytes in caches count
+ * in a per-thread counter slot, so the allocator's stats report them as
+ * reserved.
  *
  * Under a sanitizer that owns malloc, the cache is off: blocks it held
  * would hide use-after-free from the sanitizer.
@@ -104,11 +105,12 @@ static inline bool alloy__dcache_covers(size_t size)
 }
 
 _Static_assert(((DCACHE_MIN_REQ + DCACHE_CHUNK_OVER) & ~(size_t)15) ==
-		       DCACHE_FIRST_CHUNK &&
-	       ((DCACHE_MIN_REQ - 1 + DCACHE_CHUNK_OVER) & ~(size_t)15) <
-		       DCACHE_FIRST_CHUNK &&
-	       ((DCACHE_MIN_REQ + DCACHE_SPAN - 1 + DCACHE_CHUNK_OVER -
-		 DCACHE_FIRST_CHUNK) >> DCACHE_CHUNK_SHIFT) == DCACHE_BINS - 1,
+			       DCACHE_FIRST_CHUNK &&
+		       ((DCACHE_MIN_REQ - 1 + DCACHE_CHUNK_OVER) &
+			~(size_t)15) < DCACHE_FIRST_CHUNK &&
+		       ((DCACHE_MIN_REQ + DCACHE_SPAN - 1 + DCACHE_CHUNK_OVER -
+			 DCACHE_FIRST_CHUNK) >>
+			DCACHE_CHUNK_SHIFT) == DCACHE_BINS - 1,
 	       "the covered requests are exactly the bins' chunks");
 
 /* The bin of a request that alloy__dcache_covers. */
@@ -132,9 +134,9 @@ static inline size_t alloy__dcache_bin_bytes(size_t b)
  */
 static inline size_t alloy__dcache_block_size(size_t size)
 {
-	return alloy__dcache_covers(size) ?
-		       alloy__dcache_bin_bytes(alloy__dcache_bin(size)) :
-		       size;
+	return alloy__dcache_covers(size)
+		       ? alloy__dcache_bin_bytes(alloy__dcache_bin(size))
+		       : size;
 }
 
 /* A cached block for a request of bin b, NULL, or ALLOY__DCACHE_BAD_LINK. */
@@ -167,8 +169,8 @@ static inline bool alloy__dcache_put(void *ptr, size_t b)
 	c = t->cache;
 	if (unlikely(!c) && !(c = alloy__dcache_create(t)))
 		return false;
-	if (c->count[b] >= atomic_load_explicit(&alloy__dcache_depth,
-						memory_order_relaxed))
+	if (c->count[b] >=
+	    atomic_load_explicit(&alloy__dcache_depth, memory_order_relaxed))
 		return false;
 	freelink_set(ptr, c->head[b], &alloy__dcache_link_key);
 	c->head[b] = ptr;

@@ -61,8 +61,9 @@
 
 /* How a cache hides its links. */
 struct freelink_key {
-	uintptr_t mask;	  /* on the address: all ones, or 0 under valgrind */
-	uintptr_t secret; /* FREELINK_HIGH set, the rest random; 0 under valgrind */
+	uintptr_t mask; /* on the address: all ones, or 0 under valgrind */
+	/* FREELINK_HIGH set, the rest random; 0 under valgrind. */
+	uintptr_t secret;
 };
 
 /* A key for a cache starting now. */
@@ -104,8 +105,7 @@ static inline void freelink_set(void *block, void *next,
 static inline void *freelink_get(const void *block,
 				 const struct freelink_key *key)
 {
-	return (void *)(freelink_veil(block, key) ^
-			*(const uintptr_t *)block);
+	return (void *)(freelink_veil(block, key) ^ *(const uintptr_t *)block);
 }
 
 /* Whether next, read from a list of blocks aligned to align, is one. */

@@ -80,7 +80,8 @@ void html_text(FILE *out, const char *s)
 	for (; s && *s; s++) {
 		if ((unsigned char)*s >= 0x80) {
 			s += put_non_ascii(out, (const unsigned char *)s,
-					   "&#xfffd;") - 1;
+					   "&#xfffd;") -
+			     1;
 			continue;
 		}
 		switch (*s) {

@@ -359,8 +359,7 @@ static const char *keep(struct symbols *s, const char *text, size_t n)
 
 #ifdef HAVE_CXA_DEMANGLE
 /* libstdc++'s demangler, the C++ ABI's (declared here: this is C). */
-char *__cxa_demangle(const char *mangled, char *out, size_t *len,
-		     int *status);
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 #endif
 
 /*

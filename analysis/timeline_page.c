@@ -57,7 +57,8 @@ static void peak_notes(const struct report_ctx *c, struct timeline_notes *n)
 	}
 	/* Owners only when some block has one. */
 	if (best->nowners > 1 || (best->nowners && best->owners[0].owner)) {
-		const char *head = n->n ? "owners:" : "at the peak, top owners:";
+		const char *head =
+			n->n ? "owners:" : "at the peak, top owners:";
 
 		snprintf(n->text[n->n++], sizeof(n->text[0]), "%s", head);
 		for (size_t i = 0; i < best->nowners && i < TOP_NOTES; i++)

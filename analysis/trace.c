@@ -340,9 +340,10 @@ static int add_alloc(struct reader *r, struct trace_event *e)
 	if (!e->size)
 		return fail(r, "allocation of 0 bytes");
 	if (e->size > TRACE_MAX_SIZE)
-		return fail(r,
-			    "size %llu is larger than any block (2^63 - 1 bytes)",
-			    (unsigned long long)e->size);
+		return fail(
+			r,
+			"size %llu is larger than any block (2^63 - 1 bytes)",
+			(unsigned long long)e->size);
 	if (__builtin_add_overflow(r->live_bytes, e->size, &r->live_bytes))
 		return fail(r, "live bytes pass 2^64 with this block of %llu",
 			    (unsigned long long)e->size);
@@ -457,7 +458,8 @@ static int v1_event(struct reader *r, struct tok *t, char op, const char *line)
 				(unsigned long long)block,
 				(unsigned long long)size,
 				(unsigned long long)a->size);
-		/* Else the summary would count a free where no allocation was.
+		/*
+		 * Else the summary would count a free where no allocation was.
 		 */
 		if (a->series != e.series)
 			return fail(
@@ -595,8 +597,7 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 	int c;
 	char alloc[64], dev[32];
 
-	if (!(sep(t) &&
-	      (op == TRACE_DECL_MODULE ? hex(t, &id) : dec(t, &id))))
+	if (!(sep(t) && (op == TRACE_DECL_MODULE ? hex(t, &id) : dec(t, &id))))
 		return fail(r, "expected \"%c ID ...\"", op);
 	if (op != TRACE_DECL_MODULE && (!id || id >= TRACE_MAX_ID))
 		return fail(r, "%c id %llu is not between 1 and %u", op,
@@ -791,9 +792,10 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 		return last_record(r, &t, false);
 	}
 	if (len > MAGIC_LEN && !memcmp(line, TRACE_MAGIC, MAGIC_LEN))
-		return fail(r,
-			    "a second trace header: more than one process wrote this file (%s)",
-			    SHARED_HINT);
+		return fail(
+			r,
+			"a second trace header: more than one process wrote this file (%s)",
+			SHARED_HINT);
 	if (len > 1 && line[1] != ' ')
 		return fail(r, "unknown record \"%.20s\"", line);
 	if (r->tr->version == 1) {

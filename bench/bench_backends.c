@@ -191,7 +191,7 @@ enum { WAY_RAW, WAY_OPS, WAY_MODULE, WAY_DEFAULT, NWAYS };
 
 /* The label says the way: these very strings. */
 static const char *const way_names[NWAYS] = { "raw", "ops", "module",
-					     "as default" };
+					      "as default" };
 /* The same ways in the figures' words. */
 static const char *const way_what[NWAYS] = {
 	[WAY_RAW] = "raw",

@@ -75,15 +75,15 @@ static const char workload_py[] =
  * with real work between them (about one allocation per 4,000
  * instructions, where the JSON workload makes one per 1,000).
  */
-#define GCC		"/usr/bin/gcc"
-#define GCC_FUNCTIONS	48
+#define GCC	      "/usr/bin/gcc"
+#define GCC_FUNCTIONS 48
 
 /* What one run of a workload is for: its repetitions differ. */
 enum phase { TIMED, QUICK, CALLGRIND };
 
 struct workload {
-	const char *name;	/* in figures: "Python JSON", ... */
-	const char *prog;	/* an absolute path: skipped when missing */
+	const char *name; /* in figures: "Python JSON", ... */
+	const char *prog; /* an absolute path: skipped when missing */
 	/* Arguments after prog for a phase, NULL-terminated; returns n. */
 	int (*args)(const struct workload *wl, enum phase ph,
 		    const char **argv);
@@ -106,8 +106,7 @@ static int json_args(const struct workload *wl, enum phase ph,
 	return 3;
 }
 
-static int gcc_args(const struct workload *wl, enum phase ph,
-		    const char **argv)
+static int gcc_args(const struct workload *wl, enum phase ph, const char **argv)
 {
 	(void)ph;
 	argv[0] = "-O2";
@@ -178,7 +177,8 @@ static int way_argv(const struct workload *wl, enum way w, const char *self,
 		argv[n++] = "run";
 		if (w == FRONT_JEMALLOC || w == STACKS) {
 			argv[n++] = "--conf";
-			argv[n++] = w == STACKS ? "backtrace:1" : "cpu:jemalloc";
+			argv[n++] =
+				w == STACKS ? "backtrace:1" : "cpu:jemalloc";
 		}
 		if (w == REPORT || w == STACKS) {
 			argv[n++] = "--report";
@@ -294,8 +294,7 @@ static void summarise(const struct workload *wl, enum way w, enum way base,
 	char figure[160], measured[32], instr[96] = "n/a", want[16];
 	double r = med[base] / med[w];
 
-	snprintf(figure, sizeof(figure), "%s, %s (throughput)", what,
-		 wl->name);
+	snprintf(figure, sizeof(figure), "%s, %s (throughput)", what, wl->name);
 	snprintf(measured, sizeof(measured), "%.2f", r);
 	if (!isnan(ins[w]) && !isnan(ins[base]))
 		snprintf(instr, sizeof(instr), "%.3g / %.3g (%.3fx)", ins[w],
@@ -305,8 +304,8 @@ static void summarise(const struct workload *wl, enum way w, enum way base,
 }
 
 /* Each way once under callgrind; NAN everywhere when one fails. */
-static void count_ways(const struct workload *wl, const char *self,
-		       int nways, bool stacks, double *ins)
+static void count_ways(const struct workload *wl, const char *self, int nways,
+		       bool stacks, double *ins)
 {
 	for (int w = 0; w < nways; w++)
 		ins[w] = w == STACKS && !stacks
@@ -323,9 +322,8 @@ static void count_ways(const struct workload *wl, const char *self,
 		}
 }
 
-static int workload(const struct bench_opts *opts,
-		    const struct workload *wl, const char *self,
-		    bool jemalloc, bool stacks)
+static int workload(const struct bench_opts *opts, const struct workload *wl,
+		    const char *self, bool jemalloc, bool stacks)
 {
 	const char *argv[24];
 	double t[NWAYS][ROUNDS], med[NWAYS], ins[NWAYS];

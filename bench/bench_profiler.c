@@ -202,8 +202,8 @@ static int run_capture(const struct bench_opts *opts)
 			     (double)uwq, "frames", GOAL_NONE, 0);
 		bench_result("profiler",
 			     "unwind tables: frames found under qsort (libc)",
-			     (double)frames_through_qsort(WAY_TABLES),
-			     "frames", GOAL_NONE, 0);
+			     (double)frames_through_qsort(WAY_TABLES), "frames",
+			     GOAL_NONE, 0);
 #endif
 		(void)uwq;
 	}
@@ -364,7 +364,9 @@ static void dict_clear(void)
 enum mode { M_OFF, M_ON, M_STACKS, M_TRACE, NMODES };
 
 static const char *const mode_name[] = {
-	"reporter off", "reporter on", "reporter on, call stacks",
+	"reporter off",
+	"reporter on",
+	"reporter on, call stacks",
 	"reporter on, call stacks, trace",
 };
 
@@ -393,7 +395,7 @@ static int end_mode(enum mode m, bool keep)
 struct workload {
 	const char *name;
 	const char *unit;
-	long iters;		       /* per round */
+	long iters;			 /* per round */
 	int (*run)(long iters, int arg); /* 0 or -1 */
 	int arg;
 	/*
@@ -422,7 +424,8 @@ static int run_dict(long iters, int arg)
 
 static int throughput(const struct workload *w)
 {
-	double rate[NMODES][ROUNDS], ratio[NMODES][ROUNDS], best[NMODES] = { 0 };
+	double rate[NMODES][ROUNDS], ratio[NMODES][ROUNDS],
+		best[NMODES] = { 0 };
 	char metric[128];
 
 	/* Warm: allocator caches, the stack table, page faults. */
@@ -458,16 +461,15 @@ static int throughput(const struct workload *w)
 	for (int m = M_ON; m < NMODES; m++) {
 		snprintf(metric, sizeof(metric), "%s: %s / off (median)",
 			 w->name, mode_name[m]);
-		bench_result("profiler", metric, bench_median(ratio[m], ROUNDS),
-			     "x",
-			     m == M_STACKS && w->goal ? GOAL_AT_LEAST
-						      : GOAL_NONE,
-			     0.5);
+		bench_result(
+			"profiler", metric, bench_median(ratio[m], ROUNDS), "x",
+			m == M_STACKS && w->goal ? GOAL_AT_LEAST : GOAL_NONE,
+			0.5);
 	}
 	return 0;
 }
 
-/* ---- the trace's size ----------------------------------------------------- */
+/* ---- the trace's size ---------------------------------------------------- */
 
 static long file_size(const char *path)
 {
@@ -478,7 +480,8 @@ static long file_size(const char *path)
 
 static int trace_size(const struct bench_opts *opts)
 {
-	long warm = bench_iters(opts, 200000), iters = bench_iters(opts, 400000);
+	long warm = bench_iters(opts, 200000),
+	     iters = bench_iters(opts, 400000);
 	long before, after;
 
 	if (set_mode(M_TRACE))
@@ -506,7 +509,7 @@ static int trace_size(const struct bench_opts *opts)
 	return 0;
 }
 
-/* ---- alloy report --at peak on ten million events ------------------------- */
+/* ---- alloy report --at peak on ten million events ------------------------ */
 
 static int report_time(const struct bench_opts *opts)
 {
@@ -565,7 +568,7 @@ static int report_time(const struct bench_opts *opts)
 	return 0;
 }
 
-/* ---- instructions per step of the malloc-heavy program --------------------- */
+/* ---- instructions per step of the malloc-heavy program ------------------- */
 
 static const enum mode cg_modes[NMODES] = { M_OFF, M_ON, M_STACKS, M_TRACE };
 
@@ -626,8 +629,7 @@ static void instructions(const struct bench_opts *opts)
 		snprintf(metric, sizeof(metric),
 			 "malloc-heavy: instructions per step, %s",
 			 mode_name[m]);
-		bench_result("profiler", metric, ins[m], "instr", GOAL_NONE,
-			     0);
+		bench_result("profiler", metric, ins[m], "instr", GOAL_NONE, 0);
 	}
 	for (int m = M_ON; m < NMODES; m++) {
 		snprintf(metric, sizeof(metric),

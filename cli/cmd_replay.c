@@ -186,13 +186,11 @@ static int run_replay(int argc, char **argv)
 		       path, name, tr.nev, (unsigned long long)r.allocs,
 		       (unsigned long long)r.frees);
 		printf("time            %.6f s (%.1f ns per event)%s\n",
-		       r.seconds,
-		       tr.nev ? r.seconds * 1e9 / (double)tr.nev : 0,
+		       r.seconds, tr.nev ? r.seconds * 1e9 / (double)tr.nev : 0,
 		       repeat > 1 ? ", the first pass" : "");
 		if (repeat > 1)
 			printf("later passes    %.6f s (%.1f ns per event), the median of %u\n",
-			       later,
-			       tr.nev ? later * 1e9 / (double)tr.nev : 0,
+			       later, tr.nev ? later * 1e9 / (double)tr.nev : 0,
 			       repeat - 1);
 		printf("peak live bytes %llu (%s)%s\n",
 		       (unsigned long long)r.peak_live,

@@ -42,8 +42,8 @@ void *alloy_cuda_current_stream(void)
 	return cur_stream;
 }
 
-int alloy__cuda_alloc_on(int device, void *stream, size_t size,
-			 unsigned flags, struct alloy_data_ptr *out)
+int alloy__cuda_alloc_on(int device, void *stream, size_t size, unsigned flags,
+			 struct alloy_data_ptr *out)
 {
 	int prev_device = cur_device;
 	void *prev_stream = cur_stream;

@@ -65,8 +65,7 @@ _Static_assert(offsetof(struct alloy_allocator, ctx) ==
 
 void alloy__allocator_deleter(struct alloy_data_ptr *dp)
 {
-	alloy__free_and_count(dp->ctx, dp->ptr, dp->size, dp->align,
-			      dp->size);
+	alloy__free_and_count(dp->ctx, dp->ptr, dp->size, dp->align, dp->size);
 }
 
 /* Deleter of blocks that were reported at allocation. */
@@ -315,8 +314,8 @@ fast_refused(struct alloy_data_ptr *out)
  * path, which says so.
  */
 static inline __attribute__((always_inline)) void *
-alloc_fast(struct alloy_allocator *a, size_t size, size_t align,
-	   unsigned flags, struct alloy_data_ptr *out)
+alloc_fast(struct alloy_allocator *a, size_t size, size_t align, unsigned flags,
+	   struct alloy_data_ptr *out)
 {
 	struct alloy__tls *t = alloy__tls_fast;
 

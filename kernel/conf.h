@@ -41,7 +41,7 @@ struct alloy__conf {
 	char trace[ALLOY_CONF_PATH_MAX];
 	bool backtrace;
 	char unwinder[10]; /* tables or libunwind (reporter/unwind.c) */
-	char leaks[8]; /* full, summary or off */
+	char leaks[8];	   /* full, summary or off */
 	/*
 	 * The process whose report, trace and log take their paths as
 	 * given; any other that inherits the configuration writes PATH.PID

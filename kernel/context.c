@@ -132,7 +132,6 @@ static inline struct context *op_get(int type, struct alloy__tls **t)
 	return get(type);
 }
 
-
 static int no_context(const char *func, struct alloy_device dev)
 {
 	const char *name = alloy_device_type_name(dev.type);
@@ -274,7 +273,7 @@ int alloy_context_synchronize(struct alloy_device dev)
 
 	alloy__ensure_init();
 	c = op_get(dev.type, &t);
-	rc = !c			? no_context(__func__, dev)
+	rc = !c			  ? no_context(__func__, dev)
 	     : c->ops.synchronize ? c->ops.synchronize(c->ctx, dev)
 				  : 0;
 	alloy__section_leave(t);

@@ -116,7 +116,11 @@ extern ALLOY_HIDDEN size_t (*alloy__tls_cache_retire)(void *cache,
  * NO_RECORD is set only in the record that alloy__tls_fast names for a
  * thread without one (kernel/count.c), never in the mask.
  */
-enum { ALLOY__SLOW_FENCE = 1, ALLOY__SLOW_HOOKS = 2, ALLOY__SLOW_NO_RECORD = 4 };
+enum {
+	ALLOY__SLOW_FENCE = 1,
+	ALLOY__SLOW_HOOKS = 2,
+	ALLOY__SLOW_NO_RECORD = 4
+};
 extern ALLOY_HIDDEN _Atomic unsigned alloy__slow_mask;
 
 /*
@@ -352,7 +356,7 @@ alloy__pick_default(struct alloy__tls *t, size_t device_type, size_t size,
  * the thread's error mark too.
  */
 ALLOY_HIDDEN struct alloy_allocator *alloy__pick_default_any(int device_type,
-							    size_t size);
+							     size_t size);
 
 /* Take back an allocation of size bytes counted on a that did not happen. */
 ALLOY_HIDDEN void alloy__uncount_alloc(struct alloy_allocator *a, size_t size);
@@ -392,9 +396,9 @@ ALLOY_HIDDEN void alloy__count_free_slow(struct alloy_allocator *a,
  * alloy__free_and_count for a thread without a record: the op, then the
  * count (kernel/alloc.c, beside the deleters).
  */
-ALLOY_HIDDEN void alloy__free_unrecorded(struct alloy_allocator *a,
-					 void *block, size_t size,
-					 size_t align, size_t counted);
+ALLOY_HIDDEN void alloy__free_unrecorded(struct alloy_allocator *a, void *block,
+					 size_t size, size_t align,
+					 size_t counted);
 
 /*
  * Give a's block back and count it freed (counted bytes), from any
@@ -408,8 +412,8 @@ alloy__free_and_count(struct alloy_allocator *a, void *block, size_t size,
 	struct alloy__tls *t = alloy__tls_self;
 
 	if (likely(t))
-		alloy__free_counted((const struct alloy__allocator_head *)a,
-				    t, block, size, align, counted);
+		alloy__free_counted((const struct alloy__allocator_head *)a, t,
+				    block, size, align, counted);
 	else
 		alloy__free_unrecorded(a, block, size, align, counted);
 }

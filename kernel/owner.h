@@ -23,8 +23,8 @@ struct alloy__owner {
 	uint64_t gen;
 	uint64_t rep_gen;
 	uint32_t rep_id;
-	uint32_t len;	/* bytes of path */
-	uint32_t depth; /* labels in force */
+	uint32_t len;			  /* bytes of path */
+	uint32_t depth;			  /* labels in force */
 	uint16_t lens[ALLOY_OWNER_DEPTH]; /* len before each push */
 	char path[ALLOY_OWNER_MAX + 1];
 };

@@ -104,8 +104,8 @@ static inline uint32_t hdr_check(const void *user, uint32_t tag)
  * already is how a second free is refused, so the sanitizers are told
  * this one read is deliberate; everything else reads a live header.
  */
-static inline __attribute__((no_sanitize_address, no_sanitize_thread))
-struct plain_hdr
+static inline __attribute__((no_sanitize_address,
+			     no_sanitize_thread)) struct plain_hdr
 load_hdr(const void *user)
 {
 	const volatile uint64_t *w = (const volatile uint64_t *)hdr_of(user);
@@ -215,8 +215,8 @@ static void *plain_slow(int device_type, size_t size, size_t align,
  * error mark was cleared since (alloy__pick_default clears it).
  */
 static inline __attribute__((always_inline)) void *
-alloc_from(struct alloy_allocator *a, int device_type,
-	   size_t size, unsigned shift, unsigned flags, const char *func)
+alloc_from(struct alloy_allocator *a, int device_type, size_t size,
+	   unsigned shift, unsigned flags, const char *func)
 {
 	size_t off = (size_t)1 << shift;
 	bool explained;
@@ -287,8 +287,7 @@ static __attribute__((noinline)) void *plain_slow(int device_type, size_t size,
 			ENODEV, func,
 			"no default allocator for %s (is its module loaded?)",
 			alloy_device_type_name(device_type));
-	return alloc_from(a, device_type, size,
-			  shift_of(align), flags, func);
+	return alloc_from(a, device_type, size, shift_of(align), flags, func);
 }
 
 /*
@@ -307,10 +306,11 @@ plain_alloc(int device_type, size_t size, size_t align, unsigned flags,
 		     (atomic_load_explicit(&t->slow, memory_order_relaxed) &
 		      ~(unsigned)ALLOY__SLOW_HOOKS)))
 		return plain_slow(device_type, size, align, flags, func);
-	/* No default: alloy__no_default fails in alloc_from, which goes slow. */
+	/*
+	 * No default: alloy__no_default fails in alloc_from, which goes slow.
+	 */
 	a = alloy__pick_default(t, device_type, size, true);
-	return alloc_from(a, device_type, size,
-			  shift_of(align), flags, func);
+	return alloc_from(a, device_type, size, shift_of(align), flags, func);
 }
 
 void *alloy_malloc(size_t size)

@@ -43,7 +43,9 @@ static inline bool alloy__state_live(atomic_int *state)
 struct __attribute__((aligned(512))) alloy_allocator {
 	/* struct alloy__allocator_head (alloy/allocator.h): fixed, first. */
 	void *ctx;
-	/* Byte offset of its counters in a struct alloy__tls (kernel/count.h). */
+	/*
+	 * Byte offset of its counters in a struct alloy__tls (kernel/count.h).
+	 */
 	ptrdiff_t acct_offset;
 	struct alloy_allocator_ops ops; /* zeroed private copy */
 	/* liballoy's own from here. */

@@ -124,8 +124,8 @@ static bool defined_in(void *p, const void *base)
 }
 
 /*
- * Find malloc, calloc, realloc and free in jemalloc's object.  dlsym on its handle
- * searches the object before its dependencies, and the check that each
+ * Find malloc, calloc, realloc and free in jemalloc's object.  dlsym on its
+ * handle searches the object before its dependencies, and the check that each
  * lies in it refuses a jemalloc built with a prefix (whose plain names
  * would be libc's): then everything goes through mallocx.
  */
@@ -279,9 +279,8 @@ static inline bool plain_block(const struct je_state *s, size_t size,
 			       size_t align)
 {
 	/* The alignment first: a DataPtr's 64 fails at the first test. */
-	return __builtin_expect(align <= s->plain_align &&
-					size - 9 < s->plain_span,
-				1);
+	return __builtin_expect(
+		align <= s->plain_align && size - 9 < s->plain_span, 1);
 }
 
 /* A block through the table's flags (see the top). */
@@ -303,8 +302,7 @@ static void *alloc_flags(struct je_state *s, size_t size, size_t align,
 
 static void *make_cached(size_t bytes, size_t align, bool zero)
 {
-	return alloc_flags(&je, bytes, align,
-			   zero ? ALLOY_ALLOC_ZERO : 0);
+	return alloc_flags(&je, bytes, align, zero ? ALLOY_ALLOC_ZERO : 0);
 }
 
 /*
@@ -337,13 +335,12 @@ large_alloc(struct je_state *s, size_t size, size_t align, unsigned flags)
 {
 	void *p = flags & ALLOY_ALLOC_ZERO ? NULL : modcache_take(size);
 
-	return p ? p
-		 : alloc_flags(s, modcache_block_bytes(size), align, flags);
+	return p ? p : alloc_flags(s, modcache_block_bytes(size), align, flags);
 }
 
 /* Past the two fast paths, jemalloc's own malloc and the thread cache. */
 MTCACHE_OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
-			     unsigned flags)
+				     unsigned flags)
 {
 	struct je_state *s = ctx;
 
@@ -364,7 +361,8 @@ static void *je_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 	return alloc_other(ctx, size, align, flags);
 }
 
-MTCACHE_OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
+MTCACHE_OTHER_PATH void free_other(void *ctx, void *ptr, size_t size,
+				   size_t align)
 {
 	struct je_state *s = ctx;
 	int f;

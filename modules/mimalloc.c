@@ -114,7 +114,7 @@ static __attribute__((noinline)) void *large_alloc(size_t size, size_t align,
 
 /* What the thread cache does not cover (see MTCACHE_OTHER_PATH). */
 MTCACHE_OTHER_PATH void *alloc_other(void *ctx, size_t size, size_t align,
-			     unsigned flags)
+				     unsigned flags)
 {
 	bool zero = flags & ALLOY_ALLOC_ZERO;
 
@@ -134,7 +134,8 @@ static void *mi_alloy_alloc(void *ctx, size_t size, size_t align,
 }
 
 /* The frees the thread cache does not take. */
-MTCACHE_OTHER_PATH void free_other(void *ctx, void *ptr, size_t size, size_t align)
+MTCACHE_OTHER_PATH void free_other(void *ctx, void *ptr, size_t size,
+				   size_t align)
 {
 	(void)ctx;
 	if (size > modcache_min && modcache_covers(size, align)) {
@@ -165,9 +166,9 @@ static void *mi_alloy_realloc(void *ctx, void *ptr, size_t old_size,
 			      size_t new_size, size_t align)
 {
 	size_t usable = mi_usable_size(ptr);
-	size_t need = mtcache_covers(new_size, align) ?
-			      mtcache_block_bytes(new_size) :
-			      new_size;
+	size_t need = mtcache_covers(new_size, align)
+			      ? mtcache_block_bytes(new_size)
+			      : new_size;
 	void *p;
 
 	if (need <= usable && new_size >= usable / 2)

@@ -42,7 +42,8 @@ static void unlock(void)
 static void add_kept(size_t delta)
 {
 	atomic_store_explicit(
-		&kept, atomic_load_explicit(&kept, memory_order_relaxed) + delta,
+		&kept,
+		atomic_load_explicit(&kept, memory_order_relaxed) + delta,
 		memory_order_relaxed);
 }
 
@@ -110,7 +111,8 @@ static size_t shrink(size_t keep)
 			return 0;
 	for (size_t c = MODCACHE_CLASSES; c-- > 0;) {
 		while (cache.n[c] &&
-		       atomic_load_explicit(&kept, memory_order_relaxed) > keep) {
+		       atomic_load_explicit(&kept, memory_order_relaxed) >
+			       keep) {
 			out[n++] = cache.block[c][--cache.n[c]];
 			add_kept(-qclass_bytes(c, lg_first));
 			freed += qclass_bytes(c, lg_first);

@@ -49,11 +49,11 @@
 #define MODCACHE_CLASSES   (4 * MODCACHE_DOUBLINGS)
 #define MODCACHE_DEPTH	   2
 /* What every kept block is aligned to, and served requests at most. */
-#define MODCACHE_ALIGN	   64
+#define MODCACHE_ALIGN	       64
 #define MODCACHE_LIMIT_DEFAULT ((size_t)64 << 20)
 
 struct modcache_backend {
-	void (*release)(void *ptr);	      /* the backend's free */
+	void (*release)(void *ptr);	   /* the backend's free */
 	size_t (*usable)(const void *ptr); /* bytes the block holds */
 };
 
@@ -64,7 +64,8 @@ struct modcache_backend {
 extern MODCACHE_API size_t modcache_min;
 
 /* Cover 2^lg_min .. 2^(lg_min + MODCACHE_DOUBLINGS) bytes. */
-MODCACHE_API void modcache_init(unsigned lg_min, const struct modcache_backend *be);
+MODCACHE_API void modcache_init(unsigned lg_min,
+				const struct modcache_backend *be);
 /* Keep at most limit bytes (0: nothing); gives back the excess. */
 MODCACHE_API void modcache_set_limit(size_t limit);
 /* Give every kept block back to the backend; returns the bytes. */

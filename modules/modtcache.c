@@ -32,7 +32,10 @@
  * dynamic linker relocates before it copies the image into the threads
  * that exist when the module is loaded.
  */
+/* An initializer, not a block of code: kept on one line. */
+/* clang-format off */
 #define FULL_AND_EMPTY { .count = { [0 ... MTCACHE_BINS - 1] = UCHAR_MAX } }
+/* clang-format on */
 /* Full everywhere (no count is below a depth) and empty: keep nothing. */
 static const struct mtcache keeps_nothing[2] = { FULL_AND_EMPTY,
 						 FULL_AND_EMPTY };

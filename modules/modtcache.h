@@ -75,11 +75,11 @@
 #define MTCACHE_MAX	  ((size_t)1 << MTCACHE_LG_END)
 #define MTCACHE_BINS	  (4 * MTCACHE_DOUBLINGS)
 /* The most alignment a request the cache serves may ask. */
-#define MTCACHE_ALIGN	  64
+#define MTCACHE_ALIGN 64
 /* The least alignment of a block the cache keeps. */
 #define MTCACHE_KEEP_ALIGN 16
 /* Bytes a list may hold beyond its first block. */
-#define MTCACHE_BIN_BYTES ((size_t)64 << 10)
+#define MTCACHE_BIN_BYTES     ((size_t)64 << 10)
 #define MTCACHE_DEPTH_DEFAULT 7
 #define MTCACHE_DEPTH_MAX     255
 
@@ -202,8 +202,8 @@ static inline size_t mtcache_bin(size_t size)
  * (bad_head) whose link failed its check.  The head is not passed: read
  * again there, it needs no register of its own on the way.
  */
-MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, size_t b,
-				      size_t align, bool bad_head);
+MODCACHE_API void *mtcache_alloc_slow(struct mtcache *c, size_t b, size_t align,
+				      bool bad_head);
 /* Out of line: a free the list has no room for, or the thread no cache. */
 MODCACHE_API void mtcache_free_slow(struct mtcache *c, void *ptr, size_t b);
 
@@ -232,8 +232,7 @@ static inline void *mtcache_alloc(size_t size, size_t align, unsigned flags)
 		return mtcache_alloc_zeroed(NULL, size, align);
 	b = mtcache_bin(size);
 	c = mtcache_self;
-	if (__builtin_expect(!(p = c->head[b]) ||
-				     ((uintptr_t)p & (align - 1)),
+	if (__builtin_expect(!(p = c->head[b]) || ((uintptr_t)p & (align - 1)),
 			     0))
 		return mtcache_alloc_slow(c, b, align, false);
 	next = freelink_get(p, &mtcache_link_key);
@@ -258,10 +257,9 @@ static inline void mtcache_free(void *ptr, size_t size)
 	size_t b = mtcache_bin(size);
 	struct mtcache *c = mtcache_self;
 
-	if (__builtin_expect(c->count[b] >=
-					     atomic_load_explicit(
-						     &mtcache_tables.depth[b],
-						     memory_order_relaxed) ||
+	if (__builtin_expect(c->count[b] >= atomic_load_explicit(
+						    &mtcache_tables.depth[b],
+						    memory_order_relaxed) ||
 				     (uintptr_t)ptr % MTCACHE_KEEP_ALIGN,
 			     0)) {
 		mtcache_free_slow(c, ptr, b);

@@ -30,7 +30,7 @@
 
 #include "preload/front.h"
 
-#define INTERPOSE __attribute__((visibility("default")))
+#define INTERPOSE    __attribute__((visibility("default")))
 #define HANDLERS_MAX 32
 
 typedef void handler_fn(void);

@@ -49,7 +49,7 @@
  */
 #define RESERVE_SHARE 64
 #define RESERVE_MIN   ((uintptr_t)1 << 20)
-#define HDR_MAGIC   0xb007ca5eu
+#define HDR_MAGIC     0xb007ca5eu
 /* Freed blocks from this size on give their pages back. */
 #define RELEASE_FROM ((size_t)64 << 10)
 

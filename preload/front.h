@@ -43,8 +43,7 @@ static inline bool alloy__front_serves(void)
  * handler (preload/atfork.c).  0, or ENOMEM when the list is full.
  */
 FRONT_HIDDEN int alloy__front_atfork(void (*prepare)(void),
-				     void (*parent)(void),
-				     void (*child)(void));
+				     void (*parent)(void), void (*child)(void));
 /* Register the front's handlers with glibc ahead of any others. */
 FRONT_HIDDEN void alloy__front_atfork_first(void);
 

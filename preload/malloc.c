@@ -310,8 +310,9 @@ INTERPOSE int malloc_trim(size_t pad)
 	bool released = false;
 
 	(void)pad;
+	/* alloy itself, or before it started: nothing of its. */
 	if (!alloy__front_serves())
-		return 0; /* alloy itself, or before it started: nothing of its */
+		return 0;
 	alloy__front_depth++;
 	alloy_foreach_allocator(trim_cpu_allocator, &released);
 	alloy__front_depth--;

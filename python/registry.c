@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 /* ---- the default allocators ------------------------------------------ */
 
 static PyObject *py_ready(PyObject *self, PyObject *noargs)

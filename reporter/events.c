@@ -26,8 +26,8 @@
 #include "ptrtable.h"
 #include "trace_format.h"
 
-#define TRACE_BUF  (64 * 1024)
-#define LOG_BUF	   (16 * 1024)
+#define TRACE_BUF (64 * 1024)
+#define LOG_BUF	  (16 * 1024)
 /*
  * Room for every series there can be, so that no block goes untraced
  * while its free is written (a reader refuses the free of a block it

@@ -51,7 +51,9 @@ static void put_json_string(struct out *o, const char *s)
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
-		/* Room for the longest piece (6 bytes), the quote and the NUL. */
+		/*
+		 * Room for the longest piece (6 bytes), the quote and the NUL.
+		 */
 		if (n + 8 >= sizeof(buf)) {
 			buf[n] = '\0';
 			o->write(o->arg, buf);

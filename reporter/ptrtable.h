@@ -89,11 +89,11 @@ static inline void shard_unlock(struct rep_shard *s)
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
 }
 
-
 static inline struct rep_shard *shard_of(uintptr_t p, uint64_t *h)
 {
 	*h = hash_ptr(p);
-	return &alloy__rep_shards[alloy__hash_top(p >> REGION_SHIFT) >> 58]; /* 64 */
+	/* The top 6 bits: one of 64 shards. */
+	return &alloy__rep_shards[alloy__hash_top(p >> REGION_SHIFT) >> 58];
 }
 
 /* The home slot: the low bits of the key, as many as cap needs. */

@@ -166,8 +166,7 @@ static bool adds_pid(const char *path)
 {
 	uint64_t top = alloy__conf.run_pid;
 
-	return top && top != (uint64_t)getpid() &&
-	       alloy__conf_names_file(path);
+	return top && top != (uint64_t)getpid() && alloy__conf_names_file(path);
 }
 
 /* Whether this process writes path to a file of its own. */
@@ -464,8 +463,7 @@ out_unlock:
 	pthread_mutex_unlock(&X.lock);
 }
 
-/* ---- a trace started and stopped by the program ---------------------------
- */
+/* ---- a trace started and stopped by the program -------------------------- */
 
 int alloy_reporter_trace_start(const char *path)
 {

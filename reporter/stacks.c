@@ -417,9 +417,9 @@ static struct thread_stacks *thread_stacks(void)
  */
 static int capture(struct thread_stacks *ts, uintptr_t *buf, int *skip)
 {
-	int n = ts && !S.libunwind_only ?
-			alloy__unwind(&ts->unwind, buf, CAPTURE_MAX, skip) :
-			-1;
+	int n = ts && !S.libunwind_only
+			? alloy__unwind(&ts->unwind, buf, CAPTURE_MAX, skip)
+			: -1;
 
 	if (n >= 0)
 		return n;
@@ -434,8 +434,7 @@ static struct memo *memo_slot(struct thread_stacks *ts, uint64_t h)
 	return &ts->memo[(h >> 24) & (MEMO_SLOTS - 1)];
 }
 
-static bool memo_holds(const struct memo *m, uint64_t h,
-		       const struct frames *k)
+static bool memo_holds(const struct memo *m, uint64_t h, const struct frames *k)
 {
 	return m->hash == h && m->n == (uint32_t)k->n &&
 	       !memcmp(m->f, k->f, (size_t)k->n * sizeof(k->f[0]));

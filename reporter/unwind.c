@@ -57,10 +57,10 @@ bool alloy__unwind_is_ours(const char *path)
 #if defined(__x86_64__) && defined(__linux__)
 
 enum {
-	UNWIND_CFA_BP = 1,   /* the CFA is rbp + cfa_off, not rsp + cfa_off */
-	UNWIND_BP_SAVED = 2, /* the caller's rbp is at CFA + bp_off */
-	UNWIND_END = 4,	     /* the outermost frame: no caller */
-	UNWIND_UNKNOWN = 8,  /* no unwind table covers the address */
+	UNWIND_CFA_BP = 1,    /* the CFA is rbp + cfa_off, not rsp + cfa_off */
+	UNWIND_BP_SAVED = 2,  /* the caller's rbp is at CFA + bp_off */
+	UNWIND_END = 4,	      /* the outermost frame: no caller */
+	UNWIND_UNKNOWN = 8,   /* no unwind table covers the address */
 	UNWIND_FALLBACK = 16, /* only libunwind can step over this frame */
 	UNWIND_OURS = 32      /* the address is in one of alloy's objects */
 };
@@ -449,7 +449,9 @@ static bool run_cfa(struct reader *r, struct frame_state *s,
 			set_rule(s, reg, OTHER, 0);
 			continue;
 		case CFA_remember_state:
-			/* The whole state, CFA rule included, as gcc expects. */
+			/*
+			 * The whole state, CFA rule included, as gcc expects.
+			 */
 			if (depth == STATE_STACK)
 				return false;
 			saved[depth++] = *s;
@@ -486,7 +488,7 @@ static bool run_cfa(struct reader *r, struct frame_state *s,
 		default:
 			return false;
 		}
-advance:
+	advance:
 		loc += delta * cie->code_align;
 		if (loc > target)
 			return !r->bad;
@@ -504,9 +506,8 @@ static struct unwind_rule rule_of(const struct frame_state *s)
 		return rule;
 	}
 	if (s->cfa_expr || (s->cfa_reg != REG_RSP && s->cfa_reg != REG_RBP) ||
-	    s->cfa_off <= 0 || s->cfa_off > INT32_MAX ||
-	    s->ra_how != SAVED || s->ra_off != -8 || s->bp_how == OTHER ||
-	    s->bp_how == UNDEF ||
+	    s->cfa_off <= 0 || s->cfa_off > INT32_MAX || s->ra_how != SAVED ||
+	    s->ra_off != -8 || s->bp_how == OTHER || s->bp_how == UNDEF ||
 	    (s->bp_how == SAVED && (s->bp_off >= 0 || s->bp_off < INT16_MIN)))
 		return rule;
 	rule.flags = 0;
@@ -629,7 +630,8 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	f->ours = alloy__unwind_is_ours(info->dlpi_name);
 	if (eh) {
 		const uint8_t *fde = fde_for(
-			(const uint8_t *)(info->dlpi_addr + eh->p_vaddr), f->ip);
+			(const uint8_t *)(info->dlpi_addr + eh->p_vaddr),
+			f->ip);
 
 		/* Read here: the object stays loaded until this returns. */
 		if (fde)
@@ -702,8 +704,8 @@ static inline const struct unwind_rule *rule_for(struct alloy__unwind_cache *c,
 /* Empty c if objects were unloaded since it was filled; learn the thread. */
 static void cache_check(struct alloy__unwind_cache *c)
 {
-	unsigned long gen = atomic_load_explicit(&generation,
-						 memory_order_acquire);
+	unsigned long gen =
+		atomic_load_explicit(&generation, memory_order_acquire);
 	uintptr_t self = (uintptr_t)pthread_self();
 
 	if (unlikely(c->generation != gen)) {
@@ -756,7 +758,8 @@ alloy__unwind(struct alloy__unwind_cache *c, uintptr_t *out, int max,
 				break;
 			}
 		}
-		cfa = (r->flags & UNWIND_CFA_BP ? bp : sp) + (uintptr_t)r->cfa_off;
+		cfa = (r->flags & UNWIND_CFA_BP ? bp : sp) +
+		      (uintptr_t)r->cfa_off;
 		/* Up the stack, not past its top: cfa in (sp, top]. */
 		if (unlikely(cfa - sp - 1 >= top - sp || (cfa & 7)))
 			return -1;

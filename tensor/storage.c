@@ -212,7 +212,8 @@ int alloy__storage_prepare(const char *func, struct alloy_storage *s,
 			   size_t bytes)
 {
 	const struct alloy_type_meta *old = s->dtype;
-	bool plain = alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old));
+	bool plain =
+		alloy_type_is_pod(dtype) && (!old || alloy_type_is_pod(old));
 
 	s->dtype = dtype;
 	/*

@@ -251,16 +251,16 @@ static inline int alloy__alloc_inline(struct alloy_allocator *a, size_t size,
 				      size_t align, unsigned flags,
 				      struct alloy_data_ptr *out)
 {
-	if (__builtin_expect(out != NULL && a != NULL &&
-				     size - 1 < ((size_t)1 << 62) &&
-				     !(align & (align - 1)) &&
-				     align <= ALLOY_ALIGN_MAX,
-			     1)) {
-		void *p = __builtin_constant_p(align) && align ?
-				  alloy__alloc_fast_raised(
+	if (__builtin_expect(
+		    out != NULL && a != NULL && size - 1 < ((size_t)1 << 62) &&
+			    !(align & (align - 1)) && align <= ALLOY_ALIGN_MAX,
+		    1)) {
+		void *p =
+			__builtin_constant_p(align) && align
+				? alloy__alloc_fast_raised(
 					  a, size, alloy__align_raised(align),
-					  flags, out) :
-				  alloy__alloc_fast(a, size, align, flags, out);
+					  flags, out)
+				: alloy__alloc_fast(a, size, align, flags, out);
 
 		if (__builtin_expect(p != NULL, 1)) {
 			out->ptr = p;

@@ -111,8 +111,8 @@ static inline int alloy__alloc_default_inline(int device_type, size_t size,
 					     ALLOY_DEVICE_TYPE_COUNT &&
 				     size - 1 < ((size_t)1 << 62),
 			     1)) {
-		void *p = alloy__alloc_default_fast((unsigned)device_type,
-						    size, out, flags);
+		void *p = alloy__alloc_default_fast((unsigned)device_type, size,
+						    out, flags);
 
 		if (__builtin_expect(p != NULL, 1)) {
 			out->ptr = p;

@@ -17,9 +17,9 @@
 
 #define FILL 0x5a
 
-static char *early;	   /* allocated by the constructor */
+static char *early;	    /* allocated by the constructor */
 static size_t early_usable; /* what malloc_usable_size promised for it */
-static void *held;	   /* freed and made again around every fork */
+static void *held;	    /* freed and made again around every fork */
 
 static void prepare(void)
 {

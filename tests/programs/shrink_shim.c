@@ -40,7 +40,7 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 
 	if (!real)
 		real = (ssize_t(*)(int, void *, size_t))dlsym(RTLD_NEXT,
-							       "read");
+							      "read");
 	k = real(fd, buf, n);
 	if (k > 0)
 		maybe_cut(fd);

@@ -196,7 +196,9 @@ static inline void backend_check_thread_cache(struct alloy_allocator *a,
 	kept += probe->units(3072);
 	ck_assert_int_eq(probe->held() - base, kept);
 
-	/* Not kept: below every module's range, aligned above 64, above 64 KiB. */
+	/*
+	 * Not kept: below every module's range, aligned above 64, above 64 KiB.
+	 */
 	ck_assert_ok(alloy_alloc(a, 32, 64, 0, &dp[0]));
 	ck_assert_ok(alloy_alloc(a, 4000, 128, 0, &dp[1]));
 	ck_assert_ok(alloy_alloc(a, 70000, 4096, 0, &dp[2]));
@@ -212,8 +214,7 @@ static inline void backend_check_thread_cache(struct alloy_allocator *a,
 	ck_assert_int_eq(probe->held(), base);
 	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "256"), -ERANGE);
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "0 to 255"));
-	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "some"),
-			 -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "some"), -ERANGE);
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "\"some\""));
 	ck_assert_ok(ops->set_option(ctx, "thread_cache", "7"));
 }
@@ -291,9 +292,8 @@ static inline void backend_check_thread_before_load(const char *module,
 
 	ck_assert_ptr_null(dlopen(module, RTLD_NOW | RTLD_NOLOAD));
 	ck_assert_int_eq(pthread_barrier_init(&e.loaded, NULL, 2), 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, backend_early_thread_main,
-					&e),
-			 0);
+	ck_assert_int_eq(
+		pthread_create(&t, NULL, backend_early_thread_main, &e), 0);
 	test_set_conf(conf);
 	ck_assert_int_eq(alloy_init(), 0);
 	ck_assert_ptr_nonnull(e.a = alloy_find_allocator(name));

@@ -54,9 +54,9 @@ int main(void)
 	bytes0 = alloy_allocator_live_bytes(a);
 	for (int i = 0; i < BLOCKS; i++) {
 		size_t size = 16 * (size_t)(i + 1);
-		int rc = i % 2 ? alloy_alloc(a, size, 64, 0, &blocks[i]) :
-				 alloy_alloc_default(ALLOY_DEVICE_CPU, size,
-						     0, &blocks[i]);
+		int rc = i % 2 ? alloy_alloc(a, size, 64, 0, &blocks[i])
+			       : alloy_alloc_default(ALLOY_DEVICE_CPU, size, 0,
+						     &blocks[i]);
 
 		if (rc)
 			return fail(alloy_last_error());
@@ -84,7 +84,8 @@ int main(void)
 	       blocks0, bytes0);
 #ifdef __PIE__
 	if (!inline_free)
-		return fail("a position-independent program took the deleter call");
+		return fail(
+			"a position-independent program took the deleter call");
 #endif
 	return 0;
 }

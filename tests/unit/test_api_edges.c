@@ -122,8 +122,7 @@ START_TEST(memset_without_the_op)
 }
 END_TEST
 
-/* ---- memory fraction ------------------------------------------------------
- */
+/* ---- memory fraction ----------------------------------------------------- */
 
 /*
  * Issue 15 item 7: with memory_fraction:0.5 the message said "free
@@ -197,8 +196,7 @@ START_TEST(memory_fraction_setter)
 }
 END_TEST
 
-/* ---- stats initialisers ----------------------------------------------------
- */
+/* ---- stats initialisers -------------------------------------------------- */
 
 START_TEST(stats_initialisers_fill_the_header)
 {

@@ -83,8 +83,10 @@ START_TEST(problems_past_the_kept_ones_are_counted)
 	ck_assert_int_eq(rc, 34);
 	ck_assert_int_eq(alloy_conf_error_count(), 34);
 	ck_assert_msg(strstr(out, "\"k31\": unknown key"), "%s", out);
-	ck_assert_msg(strstr(out, "2 more problems, not shown (the first 32 are above)"),
-		      "%s", out);
+	ck_assert_msg(
+		strstr(out,
+		       "2 more problems, not shown (the first 32 are above)"),
+		"%s", out);
 	ck_assert(strstr(alloy_conf_error(31), "k31"));
 	ck_assert(strstr(alloy_conf_error(33), "not kept"));
 	ck_assert_ptr_null(alloy_conf_error(34));

@@ -625,8 +625,7 @@ START_TEST(bad_requests_fail_cleanly)
 }
 END_TEST
 
-/* ---- statistics equal the sums over the snapshot --------------------------
- */
+/* ---- statistics equal the sums over the snapshot ------------------------- */
 
 struct sums {
 	int64_t allocation[3], segment[3], active[3], inactive_split[3];
@@ -1304,8 +1303,8 @@ static void *plain_thread_main(void *arg)
 
 	for (int it = 0; it < 1000; it++) {
 		for (int i = 0; i < 8; i++) {
-			p[i] = alloy_cuda_malloc((size_t)(i + 1) * 2000 + (size_t)it,
-						 0, arg);
+			p[i] = alloy_cuda_malloc(
+				(size_t)(i + 1) * 2000 + (size_t)it, 0, arg);
 			if (!p[i])
 				return (void *)1;
 			memset(p[i], i, 16);
@@ -1367,7 +1366,8 @@ Suite *suite_cuda_caching(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, sizes_round_to_512_and_pools_split_at_1MiB);
-	tcase_add_test(tc, plain_pointers_on_the_default_honour_device_and_stream);
+	tcase_add_test(tc,
+		       plain_pointers_on_the_default_honour_device_and_stream);
 	tcase_add_test(tc, plain_pointers_go_back_to_their_maker_after_a_swap);
 	tcase_add_test(tc, plain_pointer_record_stream_delays_reuse);
 	tcase_add_test(tc, plain_pointer_bad_requests_fail_cleanly);

@@ -229,7 +229,9 @@ static void bench(struct alloy_allocator *cc)
 		cudaStreamSynchronize(s);
 		a = (now_ns() - t0) / (double)n;
 		if (as) {
-			/* As the raw loop: until the stream has done the frees. */
+			/*
+			 * As the raw loop: until the stream has done the frees.
+			 */
 			t0 = now_ns();
 			alloy_pairs(as, sizes[i], n);
 			cudaStreamSynchronize(s);

@@ -153,7 +153,8 @@ START_TEST(record_stream_finds_the_block_of_an_inner_pointer)
 	/* Past the end and outside: not this allocator's memory. */
 	ck_assert_int_eq(ops->record_stream(ctx, p + 4096, s1), -ENOENT);
 	ck_assert_int_eq(ops->record_stream(ctx, &local, s1), -ENOENT);
-	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "not in a pinned block"));
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(), "not in a pinned block"));
 	ck_assert_ok(ops->record_stream(ctx, p + 4095, s1));
 	alloy_data_ptr_free(&x);
 	ck_assert_ok(alloy_alloc(a, 4096, 0, 0, &y));
@@ -191,9 +192,9 @@ START_TEST(async_copies_protect_a_block_used_in_part)
 				2048, (char *)p + 2048, pinned, dev.ptr, gpu,
 				s1));
 		else /* device -> host into the middle */
-			ck_assert_ok(alloy_copy_bytes_async(
-				1024, dev.ptr, gpu, (char *)p + 1024, pinned,
-				s1));
+			ck_assert_ok(alloy_copy_bytes_async(1024, dev.ptr, gpu,
+							    (char *)p + 1024,
+							    pinned, s1));
 		alloy_data_ptr_free(&pin);
 		ck_assert_ok(alloy_alloc(host, 4096, 0, 0, &again));
 		ck_assert_ptr_ne(again.ptr, p);
@@ -248,8 +249,8 @@ START_TEST(a_free_waits_for_work_queued_after_record_stream)
 	p = pin.ptr;
 	ck_assert_ok(alloy_cuda_record_stream(&pin, s1));
 	ck_assert_ok(alloy_cuda_sim_hold(bsim, s1, true));
-	ck_assert_ok(alloy_copy_bytes_async(4096, p, ALLOY_CPU, dev.ptr, gpu,
-					    s1));
+	ck_assert_ok(
+		alloy_copy_bytes_async(4096, p, ALLOY_CPU, dev.ptr, gpu, s1));
 	alloy_data_ptr_free(&pin);
 	ck_assert_ok(alloy_alloc(h, 4096, 0, 0, &again));
 	ck_assert_ptr_ne(again.ptr, p);
@@ -341,7 +342,8 @@ Suite *suite_cuda_host(void)
 	tcase_add_test(tc, async_copies_protect_a_block_used_in_part);
 	tcase_add_test(tc, a_free_waits_for_work_queued_after_record_stream);
 	tcase_add_test(tc, trim_gives_cached_blocks_back);
-	tcase_add_test(tc, unregistering_waits_for_pending_blocks_and_returns_them);
+	tcase_add_test(tc,
+		       unregistering_waits_for_pending_blocks_and_returns_them);
 	tcase_add_test(tc, bad_frees_and_records_are_reported);
 	suite_add_tcase(s, tc);
 	return s;

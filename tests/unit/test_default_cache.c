@@ -4,8 +4,9 @@
  * of direct blocks of 1033-2056 bytes (allocators/default_cache.h): a
  * freed block comes back to its thread, each size keeps at most its depth
  * of blocks, the stats count cached bytes as reserved, trim and thread
- * exit give them back, a fork child drops the gone threads' caches, ALLOY_ALLOC_ZERO clears a reused block, and
- * "default.thread_cache" sets the depth or turns the cache off.
+ * exit give them back, a fork child drops the gone threads' caches,
+ * ALLOY_ALLOC_ZERO clears a reused block, and "default.thread_cache" sets the
+ * depth or turns the cache off.
  *
  * Sizes here are requests at alignment 16 (direct blocks).  glibc makes a
  * request of n bytes a chunk of (n + 8) rounded up to 16, which holds
@@ -157,8 +158,8 @@ START_TEST(thread_exit_gives_the_cache_back)
 
 	ck_assert_int_ge(alloy_allocator_trim(dflt()), 0);
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, churn_thread,
-						NULL), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, churn_thread, NULL), 0);
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
 	ck_assert_uint_eq(cached(), 0);
@@ -242,8 +243,7 @@ START_TEST(bad_thread_cache_is_reported)
 	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "256"), -ERANGE);
 	ck_assert_msg(strstr(alloy_last_error(), "thread_cache \"256\""),
 		      "message: %s", alloy_last_error());
-	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "some"),
-			 -ERANGE);
+	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "some"), -ERANGE);
 	ck_assert_int_eq(ops->set_option(ctx, "thread_cache", "-1"), -ERANGE);
 	ck_assert_ok(ops->set_option(ctx, "thread_cache", "255"));
 }

@@ -12,10 +12,10 @@
 #include <alloy/dlpack.h>
 
 static const enum alloy_type_id numeric[] = {
-	ALLOY_TYPE_INT8,    ALLOY_TYPE_INT16,	 ALLOY_TYPE_INT32,
-	ALLOY_TYPE_INT64,   ALLOY_TYPE_UINT8,	 ALLOY_TYPE_UINT16,
-	ALLOY_TYPE_UINT32,  ALLOY_TYPE_UINT64,	 ALLOY_TYPE_FLOAT,
-	ALLOY_TYPE_DOUBLE,  ALLOY_TYPE_FLOAT16, ALLOY_TYPE_BFLOAT16,
+	ALLOY_TYPE_INT8,   ALLOY_TYPE_INT16,   ALLOY_TYPE_INT32,
+	ALLOY_TYPE_INT64,  ALLOY_TYPE_UINT8,   ALLOY_TYPE_UINT16,
+	ALLOY_TYPE_UINT32, ALLOY_TYPE_UINT64,  ALLOY_TYPE_FLOAT,
+	ALLOY_TYPE_DOUBLE, ALLOY_TYPE_FLOAT16, ALLOY_TYPE_BFLOAT16,
 };
 
 START_TEST(numeric_types_round_trip)
@@ -72,9 +72,9 @@ START_TEST(a_clashing_complex_type_is_refused)
 	const struct alloy_type_meta *t;
 
 	ck_assert_ok(alloy_type_register(&m, NULL));
-	ck_assert_int_eq(alloy_dlpack_type_of((DLDataType){ kDLComplex, 64, 1 },
-					      &t),
-			 -EEXIST);
+	ck_assert_int_eq(
+		alloy_dlpack_type_of((DLDataType){ kDLComplex, 64, 1 }, &t),
+		-EEXIST);
 	ck_assert(strstr(alloy_last_error(), "itemsize 4"));
 	/* Other types are not affected. */
 	ck_assert_ok(alloy_dlpack_type_of((DLDataType){ kDLInt, 8, 1 }, &t));
@@ -102,17 +102,17 @@ START_TEST(types_dlpack_cannot_carry_are_refused)
 #if DLPACK_VERSION < 80
 	expect_refused(alloy_type(ALLOY_TYPE_BOOL), "convert to uint8");
 #endif
-	ck_assert_int_eq(alloy_dlpack_type_of((DLDataType){ kDLFloat, 32, 4 },
-					      &t),
-			 -ENOTSUP);
-	ck_assert(strstr(alloy_last_error(), "4 lanes"));
-	ck_assert_int_eq(alloy_dlpack_type_of((DLDataType){ kDLFloat, 8, 1 },
-					      &t),
-			 -ENOTSUP);
-	ck_assert(strstr(alloy_last_error(), "float of 8 bits"));
 	ck_assert_int_eq(
-		alloy_dlpack_type_of((DLDataType){ kDLOpaqueHandle, 64, 1 }, &t),
+		alloy_dlpack_type_of((DLDataType){ kDLFloat, 32, 4 }, &t),
 		-ENOTSUP);
+	ck_assert(strstr(alloy_last_error(), "4 lanes"));
+	ck_assert_int_eq(
+		alloy_dlpack_type_of((DLDataType){ kDLFloat, 8, 1 }, &t),
+		-ENOTSUP);
+	ck_assert(strstr(alloy_last_error(), "float of 8 bits"));
+	ck_assert_int_eq(alloy_dlpack_type_of(
+				 (DLDataType){ kDLOpaqueHandle, 64, 1 }, &t),
+			 -ENOTSUP);
 	ck_assert(strstr(alloy_last_error(), "opaque handle"));
 	ck_assert_int_eq(alloy_dlpack_dtype(NULL, &(DLDataType){ 0 }), -EINVAL);
 }
@@ -148,9 +148,9 @@ START_TEST(devices_both_ways)
 	ck_assert(strstr(alloy_last_error(), "99 (unknown)"));
 	ck_assert_int_eq(alloy_dlpack_device_of((DLDevice){ kDLCUDA, -1 }, &d),
 			 -ENODEV);
-	ck_assert_int_eq(alloy_dlpack_device((struct alloy_device){ 9, 0 },
-					     &dl),
-			 -ENODEV);
+	ck_assert_int_eq(
+		alloy_dlpack_device((struct alloy_device){ 9, 0 }, &dl),
+		-ENODEV);
 }
 END_TEST
 
@@ -273,8 +273,8 @@ START_TEST(export_refusals_leave_nothing_behind)
 	ck_assert_ok(alloy_tensor_resize(t, dims, 1));
 	ck_assert_int_eq(alloy_dlpack_export(t, &m), -EINVAL);
 	ck_assert(strstr(alloy_last_error(), "no element type"));
-	ck_assert_ptr_nonnull(
-		alloy_tensor_raw_mutable_data(t, alloy_type(ALLOY_TYPE_STRING)));
+	ck_assert_ptr_nonnull(alloy_tensor_raw_mutable_data(
+		t, alloy_type(ALLOY_TYPE_STRING)));
 	ck_assert_int_eq(alloy_dlpack_export(t, &m), -ENOTSUP);
 	ck_assert(strstr(alloy_last_error(), "string"));
 	ck_assert_int_eq(alloy_storage_use_count(alloy_tensor_storage(t)), 1);
@@ -380,8 +380,7 @@ START_TEST(import_of_no_elements_still_deletes_once)
 END_TEST
 
 /* Import must fail with err and a message holding why; m untouched. */
-static void expect_import_refused(struct producer *p, int err,
-				  const char *why)
+static void expect_import_refused(struct producer *p, int err, const char *why)
 {
 	struct alloy_tensor *t = (struct alloy_tensor *)p;
 
@@ -429,8 +428,9 @@ START_TEST(import_refusals_leave_the_producer_its_tensor)
 	p.m.dl_tensor.strides = NULL;
 	expect_import_refused(&p, -EOVERFLOW, "overflow");
 
-	ck_assert_int_eq(alloy_dlpack_import(NULL, &(struct alloy_tensor *){ 0 }),
-			 -EINVAL);
+	ck_assert_int_eq(
+		alloy_dlpack_import(NULL, &(struct alloy_tensor *){ 0 }),
+		-EINVAL);
 }
 END_TEST
 
@@ -500,7 +500,8 @@ Suite *suite_dlpack(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("import");
 	tcase_add_test(tc, import_shares_memory_and_deletes_once);
-	tcase_add_test(tc, import_takes_null_strides_and_any_stride_of_size_one_dims);
+	tcase_add_test(
+		tc, import_takes_null_strides_and_any_stride_of_size_one_dims);
 	tcase_add_test(tc, import_of_no_elements_still_deletes_once);
 	tcase_add_test(tc, import_refusals_leave_the_producer_its_tensor);
 	tcase_add_test(tc, round_trip_through_dlpack_is_one_buffer);

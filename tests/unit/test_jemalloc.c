@@ -150,8 +150,7 @@ END_TEST
 /* A block grown across classes is freed with its new class's flags. */
 START_TEST(realloc_between_paths)
 {
-	backend_check_realloc(jemalloc_default(UNCACHED),
-			      &jemalloc_probe);
+	backend_check_realloc(jemalloc_default(UNCACHED), &jemalloc_probe);
 }
 END_TEST
 
@@ -234,7 +233,8 @@ START_TEST(arena_switch_with_live_blocks)
 	/* A thread-cache size: made at its size here, freed through the
 	 * cache's path after the switch. */
 	ck_assert_ok(alloy_alloc(a, 4000, 64, 0, &dp[4]));
-	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena", "shared"));
+	ck_assert_ok(
+		ops->set_option(alloy_allocator_ctx(a), "arena", "shared"));
 	ck_assert_ok(alloy_alloc(a, 64, 64, 0, &dp[2]));
 	ck_assert_ok(alloy_alloc(a, 1 << 20, 64, ALLOY_ALLOC_ZERO, &dp[3]));
 	/* Made at its class's full size here, freed with the arena's flags. */
@@ -242,8 +242,8 @@ START_TEST(arena_switch_with_live_blocks)
 	alloy_data_ptr_free(&dp[0]);
 	alloy_data_ptr_free(&dp[1]);
 	alloy_data_ptr_free(&dp[4]);
-	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena",
-				     "dedicated"));
+	ck_assert_ok(
+		ops->set_option(alloy_allocator_ctx(a), "arena", "dedicated"));
 	alloy_data_ptr_free(&dp[2]);
 	alloy_data_ptr_free(&dp[3]);
 	alloy_data_ptr_free(&dp[5]);
@@ -259,8 +259,8 @@ END_TEST
  */
 START_TEST(plain_blocks_through_jemallocs_own)
 {
-	static const size_t sizes[] = { 1, 24, 100, 1024, 5000, 70000,
-					3 << 20, 300, 17 };
+	static const size_t sizes[] = { 1,     24,	100, 1024, 5000,
+					70000, 3 << 20, 300, 17 };
 	struct alloy_allocator *a = jemalloc_default(UNCACHED);
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 	long long held = jemalloc_held();
@@ -287,8 +287,8 @@ START_TEST(plain_blocks_through_jemallocs_own)
 		ck_assert_uint_eq(z[j], 0);
 	kept = alloy_malloc(4000);
 	ck_assert_ptr_nonnull(kept);
-	ck_assert_ok(ops->set_option(alloy_allocator_ctx(a), "arena",
-				     "dedicated"));
+	ck_assert_ok(
+		ops->set_option(alloy_allocator_ctx(a), "arena", "dedicated"));
 	alloy_free(kept);
 	alloy_free(z);
 	alloy_free(p);

@@ -85,9 +85,8 @@ static long long mimalloc_in_use(void)
  */
 static long long mimalloc_held(void)
 {
-	ck_assert_int_ge(alloy_allocator_trim(alloy_get_default(
-				 ALLOY_DEVICE_CPU)),
-			 0);
+	ck_assert_int_ge(
+		alloy_allocator_trim(alloy_get_default(ALLOY_DEVICE_CPU)), 0);
 	return mimalloc_in_use();
 }
 
@@ -453,16 +452,16 @@ START_TEST(thread_cache_bad_option)
 	struct alloy_allocator *a = mimalloc_default();
 	const struct alloy_allocator_ops *ops = alloy_allocator_ops(a);
 
-	ck_assert_int_eq(ops->set_option(alloy_allocator_ctx(a),
-					 "thread_cache", "256"),
-			 -ERANGE);
+	ck_assert_int_eq(
+		ops->set_option(alloy_allocator_ctx(a), "thread_cache", "256"),
+		-ERANGE);
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "0 to 255"));
-	ck_assert_int_eq(ops->set_option(alloy_allocator_ctx(a),
-					 "thread_cache", "some"),
-			 -ERANGE);
-	ck_assert_int_eq(ops->set_option(alloy_allocator_ctx(a), "colour",
-					 "red"),
-			 -EINVAL);
+	ck_assert_int_eq(
+		ops->set_option(alloy_allocator_ctx(a), "thread_cache", "some"),
+		-ERANGE);
+	ck_assert_int_eq(
+		ops->set_option(alloy_allocator_ctx(a), "colour", "red"),
+		-EINVAL);
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "colour"));
 }
 END_TEST

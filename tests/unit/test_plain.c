@@ -404,7 +404,8 @@ Suite *suite_plain(void)
 	tcase_add_test(tc, foreign_and_double_frees_are_refused);
 	tcase_add_test(tc, realloc_by_the_op_voids_the_old_block);
 	tcase_add_test(tc, realloc_refused_by_the_maker_fails);
-	tcase_add_test(tc, failed_realloc_keeps_the_block_while_the_reporter_drains);
+	tcase_add_test(
+		tc, failed_realloc_keeps_the_block_while_the_reporter_drains);
 	tcase_add_test(tc, reporter_sees_plain_blocks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");

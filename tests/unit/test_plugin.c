@@ -155,9 +155,10 @@ END_TEST
  */
 START_TEST(init_may_not_register)
 {
-	assert_refused(PLUGIN("self_register"), -EPERM,
-		       "may not register allocators; list them in its descriptor",
-		       "self_register_one");
+	assert_refused(
+		PLUGIN("self_register"), -EPERM,
+		"may not register allocators; list them in its descriptor",
+		"self_register_one");
 	ck_assert_ptr_null(alloy_find_allocator("self_register_extra"));
 }
 END_TEST
@@ -235,14 +236,13 @@ START_TEST(unload_waits_for_context_ops)
 	*(void **)&entered = dlsym(h, "slow_context_entered");
 	*(void **)&release = dlsym(h, "slow_context_release");
 	ck_assert(entered && release);
-	ck_assert_int_eq(pthread_create(&user, NULL, context_new_in_thread,
-					NULL),
-			 0);
+	ck_assert_int_eq(
+		pthread_create(&user, NULL, context_new_in_thread, NULL), 0);
 	while (!entered())
 		usleep(1000);
-	ck_assert_int_eq(pthread_create(&unloader, NULL, unload_in_thread,
-					(void *)path),
-			 0);
+	ck_assert_int_eq(
+		pthread_create(&unloader, NULL, unload_in_thread, (void *)path),
+		0);
 	/* The unload cannot finish while the op runs (can only pass here). */
 	usleep(100 * 1000);
 	ck_assert_int_eq(pthread_tryjoin_np(unloader, &rc), EBUSY);
@@ -363,7 +363,8 @@ START_TEST(alloy_plugins_env)
 
 	setenv("ALLOY_PLUGINS",
 	       "/nonexistent/a.so:" PLUGIN("good") "::" PLUGIN("abi_major"), 1);
-	/* Loaded before the defaults are applied: cpu can name its allocator.
+	/*
+	 * Loaded before the defaults are applied: cpu can name its allocator.
 	 */
 	test_set_conf("cpu:plug_two");
 	err = init_capturing_stderr();
@@ -411,7 +412,8 @@ START_TEST(request_by_name)
 	/* A search path: empty and missing entries are skipped. */
 	snprintf(path, sizeof(path), "/nonexistent::%s", dir);
 	setenv("ALLOY_MODULE_PATH", path, 1);
-	/* plug_two: no alloy_plug_two.so, so the prefix module alloy_plug.so.
+	/*
+	 * plug_two: no alloy_plug_two.so, so the prefix module alloy_plug.so.
 	 */
 	a = alloy_request_allocator("plug_two");
 	ck_assert_msg(a, "%s", alloy_last_error());

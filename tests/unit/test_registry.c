@@ -342,18 +342,20 @@ START_TEST(default_path_failures)
 	ck_assert_int_eq(alloy_alloc_default(ALLOY_DEVICE_CPU, 24, 0, &dp),
 			 -ENOMEM);
 	ck_assert_ptr_null(dp.ptr);
-	ck_assert_msg(strstr(alloy_last_error(),
-			     "allocator \"t_refuses\" could not allocate 24 bytes") &&
-			      !strstr(alloy_last_error(), "unknown device type"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(),
+		       "allocator \"t_refuses\" could not allocate 24 bytes") &&
+			!strstr(alloy_last_error(), "unknown device type"),
+		"%s", alloy_last_error());
 	ck_assert_int_eq(alloy_set_default(ALLOY_DEVICE_TYPE_COUNT, a),
 			 -EINVAL);
 	errno = 0;
 	ck_assert_ptr_null(alloy_malloc(24));
 	ck_assert_int_eq(errno, ENOMEM);
-	ck_assert_msg(strstr(alloy_last_error(), "could not allocate 24 bytes") &&
-			      !strstr(alloy_last_error(), "unknown device type"),
-		      "%s", alloy_last_error());
+	ck_assert_msg(
+		strstr(alloy_last_error(), "could not allocate 24 bytes") &&
+			!strstr(alloy_last_error(), "unknown device type"),
+		"%s", alloy_last_error());
 	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
 	ck_assert_int_eq(ta.allocs, 0);
 
@@ -405,9 +407,9 @@ START_TEST(default_entries_agree)
 	atomic_store(&ta.fail_from, 1);
 	ck_assert_int_eq((alloy_alloc_default)(ALLOY_DEVICE_CPU, 40, 0, &dp[1]),
 			 -ENOMEM);
-	ck_assert_int_eq(alloy__alloc_default_checked(ALLOY_DEVICE_CPU, 40,
-						      &dp[2], 0),
-			 -ENOMEM);
+	ck_assert_int_eq(
+		alloy__alloc_default_checked(ALLOY_DEVICE_CPU, 40, &dp[2], 0),
+		-ENOMEM);
 	ck_assert_ptr_null(dp[1].ptr);
 	ck_assert_ptr_null(dp[2].ctx);
 	ck_assert_int_eq(alloy_allocator_live_blocks(a), 0);
@@ -640,8 +642,8 @@ START_TEST(init_and_fini_may_call_the_registry)
 	ck_assert_ok(alloy_unregister_allocator("t_calls"));
 	ck_assert_int_eq(default_live_in_fini, 0);
 	ck_assert_int_eq(self_alloc_in_fini, -ENODEV);
-	ck_assert_msg(strstr(self_error_in_fini, "is being unregistered"),
-		      "%s", self_error_in_fini);
+	ck_assert_msg(strstr(self_error_in_fini, "is being unregistered"), "%s",
+		      self_error_in_fini);
 	ck_assert_int_eq(self_live_in_fini, 0);
 }
 END_TEST

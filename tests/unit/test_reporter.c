@@ -67,7 +67,8 @@ START_TEST(accounting_is_exact)
 		ck_assert_uint_eq(snap.total.current_bytes, start_all + live);
 		ck_assert_uint_ge(c.peak_bytes, last_peak);
 		last_peak = c.peak_bytes;
-		/* Free every other one right away: peak stays, current drops.
+		/*
+		 * Free every other one right away: peak stays, current drops.
 		 */
 		if (i & 1) {
 			alloy_data_ptr_free(&dp[i]);
@@ -294,8 +295,7 @@ START_TEST(zero_byte_blocks_are_not_recorded)
 			  before.current_bytes);
 	ck_assert_uint_eq(snap.untracked_frees, 0);
 	/* By hand, a zero size is refused: note_free would not know it. */
-	ck_assert_int_eq(alloy_reporter_note_alloc(buf, 0, ALLOY_CPU),
-			 -EINVAL);
+	ck_assert_int_eq(alloy_reporter_note_alloc(buf, 0, ALLOY_CPU), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "size is 0"));
 	ck_assert_uint_eq(counts("external").allocs, 0);
 }
@@ -369,17 +369,17 @@ START_TEST(current_read_under_a_publish_is_never_negative)
 	/* A publish during the sum: read again, exact. */
 	atomic_store(&fake_pub, 0);
 	fake_calls = 0;
-	ck_assert_int_eq(alloy__rep_current_read(&fake_pub, publish_once, 0,
-						 &settled),
-			 0);
+	ck_assert_int_eq(
+		alloy__rep_current_read(&fake_pub, publish_once, 0, &settled),
+		0);
 	ck_assert(settled);
 	ck_assert_int_eq(fake_calls, 2);
 	/* Never settles: an estimate, and never below 0. */
 	atomic_store(&fake_pub, 0);
 	fake_calls = 0;
-	ck_assert_int_eq(alloy__rep_current_read(&fake_pub, publish_always, 0,
-						 &settled),
-			 0);
+	ck_assert_int_eq(
+		alloy__rep_current_read(&fake_pub, publish_always, 0, &settled),
+		0);
 	ck_assert(!settled);
 	ck_assert_int_eq(fake_calls, REP_CURRENT_TRIES);
 }
@@ -708,12 +708,15 @@ END_TEST
  * the newline off and glued the next frame on.  The symbol is named by
  * an asm label, so that its name can be built of string pieces.
  */
+/* 8 + 4 pieces of 50, kept so that they can be counted at a glance. */
+/* clang-format off */
 #define X50	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 #define LONG_NAME "alloc_from_a_long_name_" X50 X50 X50 X50 X50 X50 X50 X50 \
 		  X50 X50 X50 X50
+/* clang-format on */
 
-void long_named(struct alloy_allocator *a, struct alloy_data_ptr *dp)
-	__asm__(LONG_NAME);
+void long_named(struct alloy_allocator *a,
+		struct alloy_data_ptr *dp) __asm__(LONG_NAME);
 
 __attribute__((noinline)) void long_named(struct alloy_allocator *a,
 					  struct alloy_data_ptr *dp)

@@ -29,10 +29,11 @@ START_TEST(refcount_and_unique)
 	ck_assert(strstr(alloy_last_error(), "42"));
 	ck_assert_ptr_null(alloy_storage_new(
 		(struct alloy_device){ ALLOY_DEVICE_CPU, 7 }, NULL));
-	ck_assert_str_eq(alloy_last_error(),
-			 "alloy_storage_new: the CPU is one device, index 0, not 7");
-	ck_assert_ptr_null(alloy_tensor_new((struct alloy_device){
-		ALLOY_DEVICE_CPU, 1 }));
+	ck_assert_str_eq(
+		alloy_last_error(),
+		"alloy_storage_new: the CPU is one device, index 0, not 7");
+	ck_assert_ptr_null(
+		alloy_tensor_new((struct alloy_device){ ALLOY_DEVICE_CPU, 1 }));
 }
 END_TEST
 

@@ -46,7 +46,7 @@ static atomic_llong ok[NALLOC]; /* blocks made, per allocator */
 /* Blocks resized by the allocator's own realloc: a free and an alloc to
  * the reporter, no new block to the registry. */
 static atomic_llong resized[NALLOC];
-static atomic_llong enomem;	/* allocations refused */
+static atomic_llong enomem; /* allocations refused */
 static atomic_llong ops_done;
 static atomic_llong tmp_made;	   /* by the temporary allocator */
 static atomic_llong plugin_rounds; /* plugin loads and unloads */

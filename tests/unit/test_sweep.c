@@ -28,8 +28,7 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- the sweep ------------------------------------------------------------
- */
+/* ---- the sweep ----------------------------------------------------------- */
 
 enum {
 	MODE_PERSISTENT = 1, /* every allocation from the k-th on fails */

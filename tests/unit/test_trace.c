@@ -576,8 +576,8 @@ START_TEST(peak_by_site_and_owner_is_exact)
 		ck_assert_uint_eq(at.dev[0].bytes, 500);
 		ck_assert_uint_eq(at.dev[0].blocks, 1);
 		if (have_stacks)
-			ck_assert_uint_eq(
-				site_bytes(sym, &at.dev[0], "site_b"), 500);
+			ck_assert_uint_eq(site_bytes(sym, &at.dev[0], "site_b"),
+					  500);
 		ck_assert_uint_eq(owner_bytes(&tr, &at.dev[0], "y"), 500);
 	}
 	trace_at_free(&at);
@@ -781,8 +781,8 @@ START_TEST(every_series_is_traced)
 		for (int k = 0; k < NALIGN; k++) {
 			struct alloy_data_ptr dp;
 
-			ck_assert_ok(alloy_alloc(a, 64, (size_t)8 << k, 0,
-						 &dp));
+			ck_assert_ok(
+				alloy_alloc(a, 64, (size_t)8 << k, 0, &dp));
 			alloy_data_ptr_free(&dp);
 		}
 	}

@@ -206,7 +206,8 @@ static void take_two(void *arg)
 	struct two_blocks *t = arg;
 
 	for (int i = 0; i < 2; i++)
-		ck_assert_ok(alloy_alloc(t->a, t->size, t->align, 0, &t->dp[i]));
+		ck_assert_ok(
+			alloy_alloc(t->a, t->size, t->align, 0, &t->dp[i]));
 }
 
 /*
@@ -255,8 +256,9 @@ void test_check_bad_link(struct alloy_allocator *a, size_t size, size_t align)
 		}
 		/* Said once a process (later ones are counted). */
 		if (i == 0 && !said_bad_link) {
-			ck_assert_msg(strstr(out, "was written to after its free"),
-				      "%s", out);
+			ck_assert_msg(
+				strstr(out, "was written to after its free"),
+				"%s", out);
 			said_bad_link = true;
 		}
 		for (int j = 0; j < 2; j++)
