@@ -10,8 +10,10 @@ pkgs=(build-essential autoconf automake libtool pkg-config check
 # scripts/client-suites.sh and python-clients.sh, stop without it).
 pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
        libdlpack-dev)
-# --ci: CI's reliability stages (libFuzzer comes with clang; valgrind) and
-#   headless Chromium, so that the flame graph and demo pages are rendered
+# --ci: CI's reliability stages (libFuzzer comes with clang; valgrind),
+#   clang-format (scripts/check-format.sh), universal-ctags
+#   (tests/cli/test_tags.sh skips without it) and headless Chromium, so
+#   that the flame graph and demo pages are rendered
 #   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it).
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
@@ -20,7 +22,7 @@ pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
 #   (about 1 GB; without them its tests say "skipped").
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang valgrind chromium) ;;
+	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium) ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;

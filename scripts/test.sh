@@ -3,7 +3,8 @@
 # test suite (make check).  With --ci it also runs a slice of NumPy's
 # tests under `alloy run`, repeats the suite in a build with every optional
 # part left out and in an ASan+UBSan build, then runs scripts/reliability.sh
-# (threaded suites under TSan, a subset under valgrind, a short fuzzing run).
+# (threaded suites under TSan, a subset under valgrind, a short fuzzing run)
+# and scripts/check-format.sh (every C source as .clang-format says).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci=no
@@ -43,6 +44,10 @@ if [ "$ci" = yes ]; then
 	run_suite build-asan --enable-sanitizers
 	# TSan on the threaded suites, valgrind, bounded fuzzing.
 	bash scripts/reliability.sh
+	# Every C source, not only the changed ones: the whole tree is
+	# formatted, so any file that differs is one to fix.
+	echo "=== formatting (scripts/check-format.sh)"
+	bash scripts/check-format.sh
 	# The verdict of the test command itself comes last.
 	echo "=== the suite (scripts/test.sh):"
 	grep -h -E '^[0-9]+%: Checks' build/tests/unit/runner.log
