@@ -237,6 +237,7 @@ extern const struct bench bench_tensor;
 extern const struct bench bench_cuda;
 extern const struct bench bench_profiler;
 extern const struct bench bench_front;
+extern const struct bench bench_preload;
 extern const struct bench bench_debug;
 
 #endif /* ALLOY_BENCH_BENCH_H */

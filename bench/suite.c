@@ -16,9 +16,9 @@
  * has touched yet, as a program's first arrays would.
  */
 static const struct bench *const benches[] = {
-	&bench_sweep,	 &bench_core,	&bench_backends, &bench_c10,
-	&bench_reporter, &bench_tensor, &bench_cuda,	 &bench_profiler,
-	&bench_front,	 &bench_debug,
+	&bench_sweep,	 &bench_core,	 &bench_backends, &bench_c10,
+	&bench_reporter, &bench_tensor,	 &bench_cuda,	  &bench_profiler,
+	&bench_front,	 &bench_preload, &bench_debug,
 };
 
 #define NBENCHES (sizeof(benches) / sizeof(benches[0]))
