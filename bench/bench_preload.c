@@ -385,6 +385,7 @@ static int run_workload(const struct bench_opts *opts,
 			bad += check_run(wl, w, &run, expected);
 		}
 	for (int w = 0; w < NWAYS; w++) {
+		m->cpu_s[w] = m->rss_kib[w] = m->resident_kib[w] = NAN;
 		m->instructions[w] = NAN;
 		if (!way_runs(w))
 			continue;
