@@ -66,6 +66,8 @@
 #define libc_realloc realloc
 #define libc_free    free
 static int (*libc_trim)(size_t) = malloc_trim;
+/* The sanitizer's malloc is not glibc's: no family for the front. */
+#define LIBC_FAMILY NULL
 
 static void resolve_libc(void)
 {
@@ -92,13 +94,29 @@ void *__libc_malloc(size_t size);
 void *__libc_calloc(size_t n, size_t size);
 void *__libc_realloc(void *ptr, size_t size);
 void __libc_free(void *ptr);
+void *__libc_memalign(size_t align, size_t size);
 #define libc_malloc  __libc_malloc
 #define libc_calloc  __libc_calloc
 #define libc_realloc __libc_realloc
 #define libc_free    __libc_free
 static int (*libc_trim)(size_t);
 
-/* malloc_trim as libc defines it. */
+/*
+ * glibc's malloc as the front's malloc family (kernel/front.h): its
+ * memory is the process's own, whatever no other family mapped.
+ * Complete once resolve_libc has found malloc_usable_size.
+ */
+static struct alloy_malloc_family libc_family = {
+	.malloc = __libc_malloc,
+	.calloc = __libc_calloc,
+	.realloc = __libc_realloc,
+	.memalign = __libc_memalign,
+	.free = __libc_free,
+	.system = 1,
+};
+#define LIBC_FAMILY  (&libc_family)
+
+/* malloc_trim and malloc_usable_size as libc defines them. */
 static void resolve_libc(void)
 {
 	void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
@@ -106,6 +124,7 @@ static void resolve_libc(void)
 	if (!libc)
 		return;
 	*(void **)&libc_trim = dlsym(libc, "malloc_trim");
+	*(void **)&libc_family.usable_size = dlsym(libc, "malloc_usable_size");
 	dlclose(libc);
 }
 
@@ -333,13 +352,18 @@ static size_t default_usable_size(void *ctx, const void *ptr, size_t size)
 
 static long long default_trim(void *ctx)
 {
-	size_t cached = alloy__dcache_flush_self();
+	size_t released = alloy__dcache_flush_self();
+	bool libc_released = libc_trim && libc_trim(0);
 
 	(void)ctx;
-	/* glibc says whether it released anything, not how much. */
-	if (libc_trim)
-		libc_trim(0);
-	return (long long)(cached + alloy__bigblock_trim());
+	released += alloy__bigblock_trim();
+	/*
+	 * glibc says whether it released anything, not how much: 1 byte
+	 * stands for "some", so that malloc_trim answers as glibc's does.
+	 */
+	if (!released && libc_released)
+		released = 1;
+	return (long long)released;
 }
 
 /* Registry's counts, plus what the big blocks' and threads' caches hold. */
@@ -402,6 +426,7 @@ static const struct alloy_allocator_ops default_ops = {
 	.trim = default_trim,
 	.stats = default_stats,
 	.set_option = default_set_option,
+	.malloc_family = LIBC_FAMILY,
 };
 
 int alloy__register_default_allocator(void)

@@ -23,6 +23,7 @@
 
 #include "fork.h"
 #include "arena.h"
+#include "ptrset.h"
 
 static _Atomic(const struct alloy__fork_handlers *) nested;
 /* The nested handlers of the fork under way (the plugin lock keeps it). */
@@ -43,12 +44,14 @@ static void prepare(void)
 	alloy__context_fork_lock();
 	alloy__conf_fork_lock();
 	alloy__tls_fork_prepare();
+	alloy__ptrset_fork_prepare();
 	alloy__arena_lock();
 }
 
 static void parent(void)
 {
 	alloy__arena_unlock();
+	alloy__ptrset_fork_parent();
 	alloy__tls_fork_parent();
 	alloy__conf_fork_unlock();
 	alloy__context_fork_unlock();
@@ -61,6 +64,7 @@ static void parent(void)
 static void child(void)
 {
 	alloy__arena_unlock();
+	alloy__ptrset_fork_child();
 	alloy__tls_fork_child();
 	alloy__conf_fork_unlock();
 	alloy__context_fork_unlock();

@@ -17,6 +17,7 @@
 #include "base.h"
 #include "count.h"
 #include "fork.h"
+#include "front.h"
 #include "plugins.h"
 #include "registry.h"
 #include "conf.h"
@@ -207,11 +208,19 @@ int alloy_register_allocator(const struct alloy_allocator_ops *ops, void *ctx,
 	/* init runs unlocked: it may call the registry (find, alloc...). */
 	atomic_store(&a->state, ALLOC_INIT);
 	pthread_mutex_unlock(&registry_lock);
+	/*
+	 * Before init, which may be the family's first use: the front marks
+	 * the family's mappings from here on.  Unlocked: it asks the loader
+	 * where the family's code is, and a module's constructor may be
+	 * registering with the loader's lock held.
+	 */
+	alloy__front_add_family(a);
 	rc = a->ops.init ? a->ops.init(ctx) : 0;
 	pthread_mutex_lock(&registry_lock);
 	atomic_store(&a->state, rc ? ALLOC_FREE : ALLOC_LIVE);
 	pthread_mutex_unlock(&registry_lock);
 	if (rc) {
+		alloy__front_drop_family(a);
 		if (rc > 0)
 			rc = -EIO;
 		if (!strstr(alloy_last_error(), a->name))
@@ -252,6 +261,13 @@ int alloy_unregister_allocator(const char *name)
 				name, alloy_device_type_name(d));
 		}
 	}
+	if (alloy__front_holds(a)) {
+		pthread_mutex_unlock(&registry_lock);
+		return alloy__error(
+			-EBUSY, __func__,
+			"allocator \"%s\" has served the program's malloc (alloy run): its blocks may be freed at any moment, so it stays registered",
+			name);
+	}
 	if (atomic_load(&a->holds)) {
 		int holds = atomic_load(&a->holds);
 
@@ -279,6 +295,7 @@ int alloy_unregister_allocator(const char *name)
 	}
 	/* fini runs unlocked, the slot and its name still held (DYING). */
 	pthread_mutex_unlock(&registry_lock);
+	alloy__front_drop_family(a);
 	if (a->ops.fini)
 		a->ops.fini(a->ctx);
 	pthread_mutex_lock(&registry_lock);
@@ -376,6 +393,8 @@ int alloy_set_default(int device_type, struct alloy_allocator *a)
 			a->name, alloy_device_type_name(a->ops.device_type),
 			alloy_device_type_name(device_type));
 	}
+	if (device_type == ALLOY_DEVICE_CPU)
+		alloy__front_default_changed(a);
 	atomic_store_explicit(&defaults[device_type], a, memory_order_release);
 	pthread_mutex_unlock(&registry_lock);
 	return 0;

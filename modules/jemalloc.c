@@ -115,6 +115,13 @@ static struct {
 	void (*free)(void *ptr);
 } own;
 
+/*
+ * The same functions as the front's malloc family (kernel/front.h), with
+ * jemalloc's memalign and malloc_usable_size: complete only where
+ * find_own_malloc found them all.
+ */
+static struct alloy_malloc_family je_family;
+
 /* Whether p is code in the object whose base is base. */
 static bool defined_in(void *p, const void *base)
 {
@@ -132,7 +139,7 @@ static bool defined_in(void *p, const void *base)
 static void find_own_malloc(void)
 {
 	Dl_info info;
-	void *h, *m, *c, *r, *f;
+	void *h, *m, *c, *r, *f, *a, *u;
 
 	if (!dladdr((void *)mallocx, &info) || !info.dli_fname)
 		return;
@@ -143,6 +150,8 @@ static void find_own_malloc(void)
 	c = dlsym(h, "calloc");
 	r = dlsym(h, "realloc");
 	f = dlsym(h, "free");
+	a = dlsym(h, "memalign");
+	u = dlsym(h, "malloc_usable_size");
 	dlclose(h);
 	if (!defined_in(m, info.dli_fbase) || !defined_in(c, info.dli_fbase) ||
 	    !defined_in(r, info.dli_fbase) || !defined_in(f, info.dli_fbase))
@@ -151,6 +160,14 @@ static void find_own_malloc(void)
 	*(void **)&own.calloc = c;
 	*(void **)&own.realloc = r;
 	*(void **)&own.free = f;
+	if (!defined_in(a, info.dli_fbase) || !defined_in(u, info.dli_fbase))
+		return;
+	je_family.malloc = own.malloc;
+	je_family.calloc = own.calloc;
+	je_family.realloc = own.realloc;
+	je_family.free = own.free;
+	*(void **)&je_family.memalign = a;
+	*(void **)&je_family.usable_size = u;
 }
 
 /* The alignment flags for a block of size (>= 1) at align. */
@@ -252,7 +269,6 @@ static int je_init(void *ctx)
 		s->natural[i] = plain ? (uint16_t)(1u << lg) : 0;
 	}
 	s->natural[0] = s->natural[1];
-	find_own_malloc();
 	s->plain_align = own.malloc ? ABOVE_TABLE_NATURAL : 0;
 	for (size_t i = 2; i <= TABLE_MAX / 8; i++)
 		if (s->natural[i] < s->plain_align)
@@ -609,6 +625,7 @@ static const struct alloy_allocator_ops je_ops = {
 	.trim = je_trim,
 	.stats = je_stats,
 	.set_option = je_set_option,
+	.malloc_family = &je_family,
 };
 
 static const struct alloy_plugin_allocator je_allocators[] = {
@@ -626,7 +643,12 @@ static const struct alloy_plugin_descriptor je_descriptor = {
 	.nallocators = 1,
 };
 
+/*
+ * jemalloc's own functions are found here, before the allocator is
+ * registered: the registry hands its malloc family to the front then.
+ */
 const struct alloy_plugin_descriptor *alloy_module_entry(void)
 {
+	find_own_malloc();
 	return &je_descriptor;
 }

@@ -281,6 +281,22 @@ static int mi_alloy_set_option(void *ctx, const char *key, const char *value)
 		key);
 }
 
+/* mi_usable_size with malloc_usable_size's type. */
+static size_t usable_size(void *ptr)
+{
+	return mi_usable_size(ptr);
+}
+
+/* mimalloc's own API as the front's malloc family (kernel/front.h). */
+static const struct alloy_malloc_family mi_family = {
+	.malloc = mi_malloc,
+	.calloc = mi_calloc,
+	.realloc = mi_realloc,
+	.memalign = mi_memalign,
+	.free = mi_free,
+	.usable_size = usable_size,
+};
+
 static const struct alloy_allocator_ops mi_ops = {
 	.abi_major = ALLOY_ABI_MAJOR,
 	.abi_minor = ALLOY_ABI_MINOR,
@@ -296,6 +312,7 @@ static const struct alloy_allocator_ops mi_ops = {
 	.init = mi_alloy_init,
 	.fini = mi_alloy_fini,
 	.set_option = mi_alloy_set_option,
+	.malloc_family = &mi_family,
 };
 
 static const struct alloy_plugin_allocator mi_allocators[] = {

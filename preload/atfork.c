@@ -132,7 +132,7 @@ int __register_atfork(handler_fn *prepare, handler_fn *parent,
 INTERPOSE int __register_atfork(handler_fn *prepare, handler_fn *parent,
 				handler_fn *child, void *dso)
 {
-	if (front_unlikely(alloy__front_depth > 0))
+	if (front_unlikely(alloy__front_inside()))
 		return alloy__front_atfork(prepare, parent, child);
 	alloy__front_atfork_first();
 	if (!glibc_register)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * preload/front.h - what the front's entry points (malloc.c) and its
- * start-up (init.c) share: whether a call may go to alloy.
+ * preload/front.h - what the front's entry points (malloc.c, mmap.c) and
+ * its start-up (init.c) share: whether a call may go to alloy.
  *
- * A call goes to alloy's plain-pointer API only once the constructor has
+ * The front's engine is liballoy's (kernel/front.h): the entry points
+ * here only tell alloy's own calls and early calls from the program's.
+ * A call goes to the engine only once the constructor has
  * initialised alloy (front_ready), and only when this thread is not
  * already inside alloy (front_depth, a per-thread count raised around
  * every call into alloy).  Every other call is served by the bootstrap
@@ -17,24 +19,31 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "kernel/front.h"
 #include "preload/boot.h"
 
 #define front_likely(x)	  __builtin_expect(!!(x), 1)
 #define front_unlikely(x) __builtin_expect(!!(x), 0)
 
-/* Initial-exec: the front is loaded at start, and this is on every call. */
-extern FRONT_HIDDEN __thread unsigned alloy__front_depth
-	__attribute__((tls_model("initial-exec")));
+/* alloy__front_depth is the engine's (kernel/front.h). */
 extern FRONT_HIDDEN atomic_bool alloy__front_ready;
 /* free() checks ownership itself and names bad pointers (debug wrapper). */
 extern FRONT_HIDDEN bool alloy__front_strict;
 
+/* A fresh thread's first call, once the front is ready: it may serve. */
+FRONT_HIDDEN bool alloy__front_serves_fresh(void);
+
 /* Whether this call may go to alloy. */
 static inline bool alloy__front_serves(void)
 {
-	return front_likely(atomic_load_explicit(&alloy__front_ready,
-						 memory_order_relaxed)) &&
-	       front_likely(alloy__front_depth == 0);
+	return front_likely(alloy__front_depth == 0) ||
+	       alloy__front_serves_fresh();
+}
+
+/* Whether this thread is inside alloy (a call from alloy's own code). */
+static inline bool alloy__front_inside(void)
+{
+	return (alloy__front_depth & ~ALLOY__FRONT_FRESH) != 0;
 }
 
 /*

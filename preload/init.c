@@ -26,7 +26,6 @@
 #include "kernel/fd.h"
 #include "preload/front.h"
 
-__thread unsigned alloy__front_depth;
 atomic_bool alloy__front_ready;
 bool alloy__front_strict;
 
@@ -44,6 +43,15 @@ static int saved_fd = -1; /* a copy of the report's stream's fd */
 static dev_t saved_dev;	  /* the file saved_fd was made on */
 static ino_t saved_ino;
 static FILE **report_stream; /* &stderr or &stdout, when reporting there */
+
+bool alloy__front_serves_fresh(void)
+{
+	if (alloy__front_depth != ALLOY__FRONT_FRESH ||
+	    !atomic_load_explicit(&alloy__front_ready, memory_order_acquire))
+		return false;
+	alloy__front_depth = 0;
+	return true;
+}
 
 void alloy__front_bad_pointer(const char *func, const void *p)
 {
@@ -165,6 +173,7 @@ __attribute__((constructor)) static void front_start(void)
 	warm = alloy_malloc(1);
 	alloy_free(warm);
 	alloy__front_strict = debugging();
+	alloy__front_start(alloy__front_bad_pointer);
 	keep_report_stream();
 	/* After the reporter's handler, so that this one runs before it. */
 	atexit(at_exit);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * preload/malloc.c - the malloc family of an unmodified program, served
- * by alloy's plain-pointer API (alloy/plain.h).
+ * by the front's engine (kernel/front.h): the CPU default's own malloc
+ * family, one call away.
  *
  * These definitions interpose on glibc's by ELF symbol lookup: the
  * library comes first in LD_PRELOAD, so every object of the process,
@@ -44,68 +45,31 @@ static void *too_aligned(void)
 
 static void *alloc_aligned(size_t align, size_t size)
 {
-	void *p;
-
 	if (align > ALLOY_ALIGN_MAX)
 		return too_aligned();
 	if (!alloy__front_serves())
 		return alloy__boot_alloc(size, align, false);
-	alloy__front_depth++;
-	p = alloy_aligned_alloc(align < MIN_ALIGN ? MIN_ALIGN : align, size);
-	alloy__front_depth--;
-	return p;
+	return alloy__front_memalign(align < MIN_ALIGN ? MIN_ALIGN : align,
+				     size);
 }
 
 INTERPOSE void *malloc(size_t size)
 {
-	void *p;
-
 	if (front_unlikely(!alloy__front_serves()))
 		return alloy__boot_alloc(size, MIN_ALIGN, false);
-	alloy__front_depth++;
-	p = alloy_malloc(size);
-	alloy__front_depth--;
-	return p;
+	return alloy__front_malloc(size);
 }
 
-/*
- * This thread's errno, found once: free keeps it across every call, and
- * __errno_location is a call and a return of its own on each (the
- * address is the thread's for its life, and a fork child's thread has
- * its parent's).
- */
-static __thread int *thread_errno __attribute__((tls_model("initial-exec")));
-
-static inline int *errno_of_thread(void)
-{
-	int *e = thread_errno;
-
-	if (front_unlikely(!e))
-		e = thread_errno = &errno;
-	return e;
-}
-
+/* The engine keeps errno across free (glibc since 2.33; POSIX). */
 INTERPOSE void free(void *ptr)
 {
-	int saved, *err;
-
 	if (!ptr)
 		return;
 	if (alloy__boot_is_block(ptr)) {
 		alloy__boot_free(ptr);
 		return;
 	}
-	if (front_unlikely(alloy__front_strict) && !alloy_plain_owns(ptr)) {
-		alloy__front_bad_pointer("free", ptr);
-		return;
-	}
-	/* free keeps errno (glibc since 2.33; POSIX); a backend may not. */
-	err = errno_of_thread();
-	saved = *err;
-	alloy__front_depth++;
-	alloy_free(ptr);
-	alloy__front_depth--;
-	*err = saved;
+	alloy__front_free(ptr);
 }
 
 /* glibc keeps cfree for binaries linked against its old versions. */
@@ -119,7 +83,6 @@ INTERPOSE void cfree(void *ptr)
 INTERPOSE void *calloc(size_t nmemb, size_t size)
 {
 	size_t n;
-	void *p;
 
 	if (__builtin_mul_overflow(nmemb, size, &n)) {
 		errno = ENOMEM;
@@ -127,10 +90,7 @@ INTERPOSE void *calloc(size_t nmemb, size_t size)
 	}
 	if (front_unlikely(!alloy__front_serves()))
 		return alloy__boot_alloc(n, MIN_ALIGN, true);
-	alloy__front_depth++;
-	p = alloy_calloc(nmemb, size);
-	alloy__front_depth--;
-	return p;
+	return alloy__front_calloc(nmemb, size);
 }
 
 /*
@@ -157,44 +117,40 @@ static void *realloc_boot(void *ptr, size_t size)
 }
 
 /*
- * An alloy block resized from inside alloy (the loader growing a table
- * while alloy loads a module): the new block comes from the bootstrap
- * allocator, as every allocation made there does.
+ * A program's block resized from inside alloy (the loader growing a
+ * table while alloy loads a module): the new block comes from the
+ * bootstrap allocator, as every allocation made there does.
  */
 static void *realloc_inside(void *ptr, size_t size)
 {
-	size_t old = alloy_usable_size(ptr);
+	size_t old;
 	void *n = NULL;
 
+	if (!alloy__front_owns(ptr)) {
+		alloy__front_bad_pointer("realloc", ptr);
+		errno = EINVAL;
+		return NULL;
+	}
+	old = alloy__front_usable_size(ptr);
 	if (size) {
 		n = alloy__boot_alloc(size, MIN_ALIGN, false);
 		if (!n)
 			return NULL;
 		memcpy(n, ptr, old < size ? old : size);
 	}
-	alloy_free(ptr);
+	alloy__front_free(ptr);
 	return n;
 }
 
 INTERPOSE void *realloc(void *ptr, size_t size)
 {
-	void *p;
-
 	if (!ptr)
 		return malloc(size);
 	if (alloy__boot_is_block(ptr))
 		return realloc_boot(ptr, size);
-	if (front_unlikely(alloy__front_strict) && !alloy_plain_owns(ptr)) {
-		alloy__front_bad_pointer("realloc", ptr);
-		errno = EINVAL;
-		return NULL;
-	}
 	if (front_unlikely(!alloy__front_serves()))
 		return realloc_inside(ptr, size);
-	alloy__front_depth++;
-	p = alloy_realloc(ptr, size);
-	alloy__front_depth--;
-	return p;
+	return alloy__front_realloc(ptr, size);
 }
 
 INTERPOSE void *reallocarray(void *ptr, size_t nmemb, size_t size)
@@ -274,16 +230,11 @@ INTERPOSE void *pvalloc(size_t size)
 
 INTERPOSE size_t malloc_usable_size(void *ptr)
 {
-	size_t n;
-
 	if (!ptr)
 		return 0;
 	if (alloy__boot_is_block(ptr))
 		return alloy__boot_usable(ptr);
-	alloy__front_depth++;
-	n = alloy_usable_size(ptr);
-	alloy__front_depth--;
-	return n;
+	return alloy__front_usable_size(ptr);
 }
 
 static int trim_cpu_allocator(struct alloy_allocator *a, void *arg)

@@ -73,7 +73,8 @@ ONE_WAY = {"analysis", "bench", "cli"}
 LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
               "posix_memalign", "aligned_alloc", "memalign", "valloc",
               "pvalloc", "malloc_usable_size", "malloc_trim",
-              "pthread_atfork", "__register_atfork"}
+              "pthread_atfork", "__register_atfork", "mmap", "mmap64",
+              "munmap", "mremap"}
 
 # Which of core's private headers ("kernel/x.h") a folder above core may
 # include.  Every folder may include CORE_HEADERS_EVERY (what any layer
@@ -95,6 +96,8 @@ CORE_HEADERS = {
     "tensor": {"owner.h"},
     # the composer and its configuration steps, ALLOY_PLUGINS
     "root": {"compose.h", "plugins.h", "secure.h"},
+    # the front's engine: the malloc family's functions and its depth
+    "preload": {"front.h"},
 }
 
 LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}

@@ -32,10 +32,11 @@ extern "C" {
 
 #define ALLOY_ABI_MAJOR 1
 /*
- * Minor versions: 1 appended memset_bytes to struct alloy_context_ops.
+ * Minor versions: 1 appended memset_bytes to struct alloy_context_ops;
+ * 2 appended malloc_family to struct alloy_allocator_ops.
  * Members are only ever appended within a major (docs/PLUGINS.md).
  */
-#define ALLOY_ABI_MINOR 1
+#define ALLOY_ABI_MINOR 2
 
 /*
  * The largest struct_size accepted in an ABI header (allocator ops, plugin
@@ -82,6 +83,30 @@ struct alloy_allocator_stats {
 	((struct alloy_allocator_stats){                      \
 		.size = sizeof(struct alloy_allocator_stats), \
 		.version = ALLOY_STATS_VERSION })
+
+/*
+ * A backend's own C malloc family: functions with the C library's
+ * contracts (malloc(0) a unique block, calloc zeroed, realloc keeping the
+ * bytes, free taking any block of the family).  An allocator whose blocks
+ * are exactly such a library's names it in its ops (malloc_family), and
+ * liballoy_preload's front then calls these functions for a program's
+ * malloc with no header and no wrapper of alloy's in between
+ * (docs/PRELOAD.md, "How a free finds its allocator").  memalign takes a
+ * power of two of at least 16.  system is 1 for the C library's own
+ * malloc: its memory is whatever no other family mapped.  Every function
+ * must live in one loaded object (the front learns the family's memory
+ * from the mappings that object makes) and must not call the process's
+ * malloc.
+ */
+struct alloy_malloc_family {
+	void *(*malloc)(size_t size);
+	void *(*calloc)(size_t nmemb, size_t size);
+	void *(*realloc)(void *ptr, size_t size);
+	void *(*memalign)(size_t align, size_t size);
+	void (*free)(void *ptr);
+	size_t (*usable_size)(void *ptr);
+	int system;
+};
 
 struct alloy_allocator_ops {
 	/* ABI header: always first, never reordered. */
@@ -151,10 +176,21 @@ struct alloy_allocator_ops {
 	/* Optional: write a JSON description of the allocator's state. */
 	int (*snapshot_json)(void *ctx, void (*write)(void *arg, const char *s),
 			     void *arg);
+	/*
+	 * Optional (minor 2): the backend's malloc family, for the front of
+	 * alloy run (struct alloy_malloc_family).  Only the first allocator
+	 * registered with a given family serves the front through it; the
+	 * others go through alloc and free.
+	 */
+	const struct alloy_malloc_family *malloc_family;
 };
 
-/* The size of the ops struct as of ABI 1.0: minor 0 providers have this. */
-#define ALLOY_ALLOCATOR_OPS_SIZE_1_0 sizeof(struct alloy_allocator_ops)
+/*
+ * The size of the ops struct as of ABI 1.0 and 1.1 (minor 0 and 1
+ * providers have this): everything before malloc_family.
+ */
+#define ALLOY_ALLOCATOR_OPS_SIZE_1_0 \
+	offsetof(struct alloy_allocator_ops, malloc_family)
 
 /* Opaque handle to a registered allocator. */
 struct alloy_allocator;

@@ -30,12 +30,13 @@ done
 
 # ---- pointers malloc never made
 
+# On a backend with a malloc family the front adds nothing between the
+# program and the backend: a pointer malloc never made gets glibc's own
+# answer on default, as without alloy.
 rc=0
 under_front -- "$tests/front_api" bad || rc=$?
-check "bad pointers: the program goes on" \
-	'[ $rc = 0 ] && grep -q "bad pointers survived" "$out"'
-check "bad pointers: one line when it happens, a count at exit" \
-	'grep -q "not a block of alloy.s plain-pointer API" "$err" && grep -q "^alloy: 3 free or realloc calls were given pointers alloy did not make" "$err"'
+check "bad pointers on default: glibc's own answer, as without alloy" \
+	'[ $rc != 0 ] && grep -q "free(): invalid pointer" "$err"'
 rc=0
 under_front --conf cpu:debug -- "$tests/front_api" bad || rc=$?
 check "bad pointers under debug: the program goes on" '[ $rc = 0 ]'
