@@ -354,11 +354,11 @@ void *alloy__front_memalign(size_t align, size_t size)
 static __attribute__((noinline)) void free_by(const struct binding *b,
 					      void *ptr)
 {
-	int *err = errno_of_thread();
-	int saved = *err;
+	int saved = *errno_of_thread();
 
 	b->free(ptr);
-	*err = saved;
+	/* Found again: only the value is kept across the call. */
+	*errno_of_thread() = saved;
 }
 
 /* The reporter is on, or the thread has no record. */

@@ -540,6 +540,11 @@ static long long je_trim(void *ctx)
 		return -EIO;
 	mtcache_flush_self();
 	modcache_flush();
+	/*
+	 * The program's blocks under alloy run are jemalloc's own: this
+	 * thread's jemalloc cache holds the ones it freed last.
+	 */
+	mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
 	snprintf(name, sizeof(name), "arena.%u.purge",
 		 s->flags ? s->arena : (unsigned)MALLCTL_ARENAS_ALL);
 	rc = mallctl(name, NULL, NULL, NULL, 0);
