@@ -45,7 +45,8 @@ struct binding {
 	bool served;		   /* the front has made a block with it */
 };
 
-__thread unsigned alloy__front_depth = ALLOY__FRONT_FRESH;
+__thread unsigned alloy__front_depth
+	__attribute__((tls_model("initial-exec"))) = ALLOY__FRONT_FRESH;
 
 static struct binding families[FAMILIES_MAX];
 static _Atomic int families_end = 1; /* one past the highest tag in use */
@@ -81,12 +82,17 @@ static void count_slow(const struct binding *b, int which)
  */
 static __thread int *thread_errno __attribute__((tls_model("initial-exec")));
 
+static __attribute__((noinline, cold)) int *errno_found(void)
+{
+	return thread_errno = &errno;
+}
+
 static inline int *errno_of_thread(void)
 {
 	int *e = thread_errno;
 
 	if (unlikely(!e))
-		e = thread_errno = &errno;
+		e = errno_found();
 	return e;
 }
 
@@ -354,11 +360,11 @@ void *alloy__front_memalign(size_t align, size_t size)
 static __attribute__((noinline)) void free_by(const struct binding *b,
 					      void *ptr)
 {
-	int saved = *errno_of_thread();
+	int *err = errno_of_thread();
+	int saved = *err;
 
 	b->free(ptr);
-	/* Found again: only the value is kept across the call. */
-	*errno_of_thread() = saved;
+	*err = saved;
 }
 
 /* The reporter is on, or the thread has no record. */
