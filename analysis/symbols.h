@@ -15,7 +15,15 @@ struct sym_frame {
 	const char *file;   /* source file, NULL when unknown */
 	unsigned line;	    /* 0 when unknown */
 	const char *module; /* path of the object, NULL when none held it */
-	uint64_t offset;    /* address within the object's file image */
+	/*
+	 * The address in the object's own address space, the one its
+	 * symbols and debug information use and addr2line -e MODULE takes:
+	 * from a shared library or a PIE the address less its load
+	 * address, from an executable linked at a fixed address the
+	 * address itself.  When the object cannot be read, its file offset.
+	 */
+	uint64_t addr;
+	bool linked; /* addr is from the object's program headers */
 };
 
 struct symbols;
