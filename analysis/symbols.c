@@ -642,9 +642,9 @@ const char *symbols_func(struct symbols *s, uint32_t id, char *buf, size_t len)
 		snprintf(buf, len, "[more frames]");
 	else if (f->func)
 		snprintf(buf, len, "%s", f->func);
-	else if (f->module)
-		snprintf(buf, len, "%s+%#llx", base(f->module),
-			 (unsigned long long)f->addr);
+	else if (f->module) /* what differs first: cut, labels still do */
+		snprintf(buf, len, "%#llx (%s)", (unsigned long long)f->addr,
+			 base(f->module));
 	else
 		snprintf(buf, len, "%#llx", (unsigned long long)frame);
 	return buf;
@@ -655,6 +655,12 @@ const char *symbols_name(struct symbols *s, uint32_t id, char *buf, size_t len)
 	const struct sym_frame *f = symbols_frame(s, id);
 	size_t n;
 
+	if (trace_stack_known(id) && !f->func && f->module &&
+	    s->tr->nodes[id].frame > 1) {
+		snprintf(buf, len, "%s+%#llx", base(f->module),
+			 (unsigned long long)f->addr);
+		return buf;
+	}
 	symbols_func(s, id, buf, len);
 	if (!trace_stack_known(id) || !f->func)
 		return buf;

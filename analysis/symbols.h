@@ -50,7 +50,11 @@ const struct sym_frame *symbols_frame(struct symbols *s, uint32_t id);
  * "func (libx.so)", "libx.so+0x1a2b" or "0x7f00...".
  */
 const char *symbols_name(struct symbols *s, uint32_t id, char *buf, size_t len);
-/* The function alone ("func", or the short name without a function). */
+/*
+ * The function alone, for boxes and one-line labels that may be cut:
+ * "func", or without a function the address first, "0x1a2b (libx.so)",
+ * so that two frames of one object never cut to the same text.
+ */
 const char *symbols_func(struct symbols *s, uint32_t id, char *buf, size_t len);
 
 /* The name of a stack that is not a node: none recorded, or missing. */

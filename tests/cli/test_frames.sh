@@ -8,7 +8,8 @@
 # grow_table.  The JSON's module_address of that frame, and the
 # MODULE+ADDRESS the text report prints for a stripped copy (no function
 # name to show), must both lead addr2line to grow_table in the unstripped
-# build.  Skipped (exit 77) without libunwind, addr2line or strip, and in
+# build; the flame graph's box and the timeline's label of that frame
+# start with the address.  Skipped (exit 77) without libunwind, addr2line or strip, and in
 # sanitizer builds.  Run from the build directory (make check does).
 set -u
 . "$(dirname "$0")/sanitizer.sh"
@@ -68,6 +69,14 @@ for kind in pie nopie; do
 		'[ -n "$printed" ]'
 	check "$kind stripped: addr2line at $printed names grow_table" \
 		'[ "$(func_at "$prog" "${printed#*+}")" = grow_table ]'
+	# Boxes and one-line labels, which may be cut, start with what
+	# differs: the address, then the object.
+	rc=$(run report "$dir/$kind-s.trace" --format flamegraph -o "$dir/$kind.html")
+	check "$kind stripped: the flame graph's box says ${printed#*+} (frames_$kind)" \
+		'[ "$rc" = 0 ] && grep -q "\"${printed#*+} (frames_$kind)\"" "$dir/$kind.html"'
+	rc=$(run report "$dir/$kind-s.trace" --format svg -o "$dir/$kind.svg")
+	check "$kind stripped: the timeline's top site starts with its address" \
+		'[ "$rc" = 0 ] && grep -q ">1\. ${printed#*+} (frames_" "$dir/$kind.svg"'
 done
 # The fixed-address executable's frame is its run-time address itself:
 # nothing subtracted, so it lies above its first segment's address.
