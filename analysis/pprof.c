@@ -300,13 +300,14 @@ static int make_location(struct build *b, uint32_t id)
 	return 0;
 }
 
-/* A location for samples without a stack ("unknown"), as node id 0's. */
+/* The location of samples without a stack ("unknown"): none, or missing. */
 static uint64_t unknown_location(struct build *b, uint32_t stack)
 {
 	Alloy__Pprof__Location *l = &b->loc[b->p.n_location];
 	Alloy__Pprof__Line *ln = &b->line[b->p.n_location];
 	int64_t sname = str_id(&b->str, symbols_no_stack(stack));
-	uint64_t id = (uint64_t)b->c->tr->nnodes +
+	/* Past every node id, and never 0: pprof's ids start at 1. */
+	uint64_t id = (uint64_t)b->c->tr->nnodes + 1 +
 		      (stack == TRACE_STACK_MISSING ? 1 : 0);
 
 	if (b->made[id])
@@ -375,7 +376,7 @@ int report_pprof(FILE *out, const struct report_ctx *c, size_t events,
 	int64_t *values = NULL, comment;
 	uint8_t *buf = NULL;
 	char text[256];
-	size_t nloc = tr->nnodes + 2, nlocids = 0, len;
+	size_t nloc = tr->nnodes + 3, nlocids = 0, len;
 	int rc = -ENOMEM;
 
 	b.str.cap = 256;

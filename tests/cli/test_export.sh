@@ -117,6 +117,12 @@ check "--at the end: alloc_space counts the 100 bytes after the peak" \
 	'[ "$rc" = 0 ] && grep -q "of 34189B total" "$out"'
 pprof "$dir/end.pb.gz" -unit=byte -sample_index=inuse_space
 check "--at the end: nothing in use" 'grep -q "Total samples = 0 *$" "$out"'
+# Without call stacks every byte is under one "unknown" frame.
+ALLOY_CONF="trace:$dir/n.trace" ./tests/programs/profprog >"$out" 2>"$err"
+rc=$(run report "$dir/n.trace" --format pprof -o "$dir/n.pb.gz")
+pprof "$dir/n.pb.gz" -unit=byte
+check "a trace without stacks: 34089 bytes under \"unknown\"" \
+	'[ "$rc" = 0 ] && grep -Eq "^ +34089B +100% .* unknown \(no call stack recorded: backtrace:1\)$" "$out"'
 rc=$(run report "$dir/p.trace" --format pprof --at 99999s -o "$dir/x.pb.gz")
 check "pprof --at past the end: exit 1, the file not written" \
 	'[ "$rc" = 1 ] && grep -q "past the end" "$err" && [ ! -e "$dir/x.pb.gz" ]'
