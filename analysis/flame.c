@@ -9,7 +9,7 @@
  * machinery) sets the height.
  *
  * The tree merges frames by function along each path (two calls from one
- * function are one box), with an owner level at the bottom when asked.
+ * function are one box), with an owner level under the whole when asked.
  * Two ways to look at it:
  *
  *  - a page (--format flamegraph): the tree as data inside the page and

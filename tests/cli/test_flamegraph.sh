@@ -60,7 +60,7 @@ check "zoom into build_model: its callees stay, scratch_buffer goes" \
 
 rc=$(run report "$dir/p.trace" --format flamegraph --by owner -o "$dir/fo.html")
 dom "$dir/fo.html" "" >"$dir/dom"
-check "by owner: the owners are boxes above the root" \
+check "by owner: the owners are boxes right under the whole" \
 	'[ "$rc" = 0 ] && grep -q "data-name=\"model/layer2\"" "$dir/dom" && grep -q "data-name=\"model/fc1_w\"" "$dir/dom" && no_script_errors'
 
 rc=$(run report "$dir/p.trace" --format flamegraph-svg -o "$dir/f.svg")
