@@ -263,8 +263,12 @@ static void json_frame(FILE *out, const struct report_ctx *c, uint32_t id)
 		json_string(out, f->module);
 	else
 		fprintf(out, "null");
-	fprintf(out, ", \"address\": \"%#llx\"}",
+	fprintf(out, ", \"address\": \"%#llx\"",
 		(unsigned long long)c->tr->nodes[id].frame);
+	if (f->module)
+		fprintf(out, ", \"module_address\": \"%#llx\"",
+			(unsigned long long)f->addr);
+	fprintf(out, "}");
 }
 
 static void json_group(FILE *out, const struct report_ctx *c,

@@ -2,10 +2,14 @@
 /*
  * analysis/flame.c - the flame graph of what was live at a moment: one box
  * per function on a call path, as wide as the bytes allocated below it,
- * callers under their callees (the outermost frame at the bottom).
+ * drawn as an icicle: the whole at the top, callees under their callers.
+ * The widest boxes are then the first thing on the screen whatever the
+ * window's height, where a flame standing on the bottom row puts them
+ * below the fold as soon as one deep stack (an interpreter's import
+ * machinery) sets the height.
  *
  * The tree merges frames by function along each path (two calls from one
- * function are one box), with an owner level at the bottom when asked.
+ * function are one box), with an owner level under the whole when asked.
  * Two ways to look at it:
  *
  *  - a page (--format flamegraph): the tree as data inside the page and
@@ -13,8 +17,14 @@
  *    blocks and share, a click zooms into a box (a click on the bottom
  *    box zooms out), a search box marks the functions that match and says
  *    what share they hold.  No network: the script and the styles are in
- *    the page.  The address may carry #search=TEXT and #zoom=N, which the
- *    tests use to drive it in a headless browser;
+ *    the page.  The address may carry #search=TEXT, #zoom=N and
+ *    #where=NAME (the box's place on the screen into the body's
+ *    data-where), which the tests use to drive it in a headless browser.
+ *    The page carries the widest boxes up to a size budget; the frames
+ *    left out are merged under each caller into one "other" box whose
+ *    children are the widest of them, so the page stays small (a large
+ *    program's tree is tens of thousands of frames, nearly all too
+ *    narrow to see);
  *  - a picture (--format flamegraph-svg): the same boxes drawn once, a
  *    hover title on each, for documents and for browsers without script.
  */
@@ -28,6 +38,14 @@
 #define SVG_W	   1200
 #define SVG_ROW	   18
 #define SVG_MARGIN 10
+/*
+ * The page's data for one graph, in bytes, and the share of the whole
+ * below which a frame is never kept (invisible even zoomed 50 times).
+ */
+#define PAGE_BUDGET   (800 * 1024)
+#define PAGE_MIN_PART 1e-5
+/* The widest left-out frames an "other" box opens to. */
+#define OTHER_SHOWN 5
 /* Frames followed along one stack (the writer keeps 64). */
 #define PATH_MAX_FRAMES 1024
 
@@ -39,6 +57,8 @@ struct fnode {
 	int depth;
 	bool owner; /* an owner, not a frame */
 	bool drawn; /* the picture has placed it */
+	bool kept;  /* the page carries it */
+	int out;    /* its index in the page's data */
 };
 
 struct ftree {
@@ -227,9 +247,9 @@ static const char page_script[] =
 	"var tip=document.getElementById('tip');\n"
 	"function human(b){var u=['B','KiB','MiB','GiB','TiB'],i=0;"
 	"while(b>=1024&&i<4){b/=1024;i++;}return i?b.toFixed(2)+' '+u[i]:b+' B';}\n"
-	"function colour(n,owner){var h=0;for(var i=0;i<n.length;i++)"
-	"h=(h*31+n.charCodeAt(i))>>>0;"
-	"return owner?'hsl('+(200+h%40)+',60%,'+(62+h%16)+'%)':"
+	"function colour(n,kind){var h=0;for(var i=0;i<n.length;i++)"
+	"h=(h*31+n.charCodeAt(i))>>>0;if(kind===2)return '#c8c8c8';"
+	"return kind?'hsl('+(200+h%40)+',60%,'+(62+h%16)+'%)':"
 	"'hsl('+(h%50)+',85%,'+(58+h%20)+'%)';}\n"
 	"function graph(G,el,status){\n"
 	" var N=G.nodes.length,kids=[],zoom=0,term='';\n"
@@ -244,7 +264,7 @@ static const char page_script[] =
 	"catch(e){return G.nodes[i][0].toLowerCase().indexOf(term.toLowerCase())>=0;}}\n"
 	" function box(i,x,w,cls){var n=G.nodes[i],d=document.createElement('div');\n"
 	"  d.className='fr'+cls;d.style.left=(x*100)+'%';d.style.width=(w*100)+'%';\n"
-	"  d.style.bottom=(depth[i]*18)+'px';d.style.background=colour(n[0],n[5]);\n"
+	"  d.style.top=(depth[i]*18)+'px';d.style.background=colour(n[0],n[5]);\n"
 	"  d.textContent=n[0];d.setAttribute('data-name',n[0]);d.setAttribute('data-node',i);\n"
 	"  el.appendChild(d);return d;}\n"
 	" function draw(){el.textContent='';var total=G.nodes[zoom][2],shown=0,matched=0;\n"
@@ -281,26 +301,183 @@ static const char page_script[] =
 	"for(var g=0;g<graphs.length;g++){graphs[g].draw();"
 	"if(h.zoom)graphs[g].zoom(+h.zoom);if(h.search){input.value=h.search;"
 	"graphs[g].search(h.search);}}\n"
+	"if(h.where){var w=document.querySelector('.fr[data-name=\"'+"
+	"h.where.replace(/[\"\\\\]/g,'\\\\$&')+'\"]');if(w){var r=w.getBoundingClientRect();"
+	"document.body.setAttribute('data-where',[Math.round(r.left),Math.round(r.top),"
+	"Math.round(r.right),Math.round(r.bottom),innerWidth,innerHeight].join(' '));}}\n"
 	"document.body.setAttribute('data-rendered','yes');\n"
 	"})();\n";
 
-static void page_data(FILE *out, const struct ftree *t, const char *title)
+/* What one node costs in the page's data, roughly. */
+static size_t node_cost(const struct fnode *n)
 {
-	fprintf(out, "{\"title\": ");
-	json_string_script(out, title);
-	fprintf(out, ", \"nodes\": [");
-	for (size_t i = 0; i < t->len; i++) {
+	return strlen(n->name) + strlen(n->detail) + 48;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * What the page's data costs when it carries the nodes of least bytes
+ * and more (never fewer than their callees'), with an "other" box under
+ * each carried node that loses a callee and up to OTHER_SHOWN of those
+ * as its children.  shown: per node, scratch.
+ */
+static size_t page_cost(const struct ftree *t, uint64_t least, int *shown)
+{
+	size_t cost = node_cost(&t->n[0]);
+
+	memset(shown, 0, t->len * sizeof(*shown));
+	for (size_t i = 1; i < t->len; i++) {
 		const struct fnode *n = &t->n[i];
 
-		fprintf(out, "%s\n[", i ? "," : "");
-		json_string_script(out, n->name);
-		fprintf(out, ",");
-		json_string_script(out, n->detail);
-		fprintf(out, ",%llu,%llu,%d,%d]", (unsigned long long)n->bytes,
-			(unsigned long long)n->blocks,
-			n->parent < 0 ? 0 : n->parent, n->owner ? 1 : 0);
+		if (n->bytes >= least) {
+			cost += node_cost(n);
+			continue;
+		}
+		if (t->n[n->parent].bytes < least)
+			continue;
+		if (!shown[n->parent])
+			cost += 120; /* the "other" box */
+		if (shown[n->parent]++ < OTHER_SHOWN)
+			cost += node_cost(n);
 	}
+	return cost;
+}
+
+/*
+ * Mark the nodes the page carries: all those of some bytes or more, the
+ * least such figure whose page fits the budget (and at least
+ * PAGE_MIN_PART of the whole).  A callee is never wider than its
+ * caller, so what is carried is one tree from the top.
+ */
+static int choose_kept(struct ftree *t)
+{
+	uint64_t floor = (uint64_t)((double)t->n[0].bytes * PAGE_MIN_PART);
+	uint64_t *widths = malloc(t->len * sizeof(*widths));
+	int *scratch = malloc(t->len * sizeof(*scratch));
+	size_t lo = 0, hi;
+
+	if (!widths || !scratch) {
+		free(widths);
+		free(scratch);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->len; i++)
+		widths[i] = t->n[i].bytes;
+	qsort(widths, t->len, sizeof(*widths), by_bytes);
+	/* The first width (ascending) whose page fits: cost falls as it rises.
+	 */
+	hi = t->len - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (widths[mid] >= floor &&
+		    page_cost(t, widths[mid], scratch) <= PAGE_BUDGET)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	for (size_t i = 0; i < t->len; i++)
+		t->n[i].kept = !i || t->n[i].bytes >= widths[lo];
+	free(widths);
+	free(scratch);
+	return 0;
+}
+
+static void node_json(FILE *out, const char *name, const char *detail,
+		      uint64_t bytes, uint64_t blocks, int parent, int kind)
+{
+	fprintf(out, ",\n[");
+	json_string_script(out, name);
+	fprintf(out, ",");
+	json_string_script(out, detail);
+	fprintf(out, ",%llu,%llu,%d,%d]", (unsigned long long)bytes,
+		(unsigned long long)blocks, parent, kind);
+}
+
+/*
+ * Under a kept node, its children left out as one "other" box, with the
+ * widest OTHER_SHOWN of them as its children (without theirs).
+ */
+static void page_other(FILE *out, struct ftree *t, int p, int *next)
+{
+	uint64_t bytes = 0, blocks = 0;
+	int shown[OTHER_SHOWN], nshown = 0, count = 0, at;
+	char detail[160];
+
+	for (int c = t->n[p].child; c >= 0; c = t->n[c].next) {
+		if (t->n[c].kept)
+			continue;
+		bytes += t->n[c].bytes;
+		blocks += t->n[c].blocks;
+		count++;
+		/* Insertion into the widest few, widest first. */
+		int k = nshown < OTHER_SHOWN ? nshown++ : OTHER_SHOWN;
+
+		while (k > 0 && t->n[shown[k - 1]].bytes < t->n[c].bytes) {
+			if (k < OTHER_SHOWN)
+				shown[k] = shown[k - 1];
+			k--;
+		}
+		if (k < OTHER_SHOWN)
+			shown[k] = c;
+	}
+	if (!count)
+		return;
+	snprintf(
+		detail, sizeof(detail),
+		"%d frame%s too narrow to carry in the page; a click opens the widest %d",
+		count, count == 1 ? "" : "s", nshown < count ? nshown : count);
+	node_json(out, "other", detail, bytes, blocks, t->n[p].out, 2);
+	at = (*next)++;
+	for (int k = 0; k < nshown; k++) {
+		const struct fnode *n = &t->n[shown[k]];
+
+		node_json(out, n->name, n->detail, n->bytes, n->blocks, at,
+			  n->owner ? 1 : 0);
+		(*next)++;
+	}
+}
+
+/*
+ * The graph as data: nodes of [name, detail, bytes, blocks, parent,
+ * kind] (kind 0 a frame, 1 an owner, 2 an "other" box), parents first.
+ */
+static int page_data(FILE *out, struct ftree *t, const char *title)
+{
+	int next = 0;
+
+	if (choose_kept(t))
+		return -ENOMEM;
+	fprintf(out, "{\"title\": ");
+	json_string_script(out, title);
+	fprintf(out, ", \"nodes\": [\n[");
+	json_string_script(out, t->n[0].name);
+	fprintf(out, ",");
+	json_string_script(out, t->n[0].detail);
+	fprintf(out, ",%llu,%llu,0,0]", (unsigned long long)t->n[0].bytes,
+		(unsigned long long)t->n[0].blocks);
+	t->n[0].out = next++;
+	/* Children come after their parents in the tree's own order. */
+	for (size_t i = 1; i < t->len; i++) {
+		struct fnode *n = &t->n[i];
+
+		if (!n->kept)
+			continue;
+		node_json(out, n->name, n->detail, n->bytes, n->blocks,
+			  t->n[n->parent].out, n->owner ? 1 : 0);
+		n->out = next++;
+	}
+	for (size_t i = 0; i < t->len; i++)
+		if (t->n[i].kept)
+			page_other(out, t, (int)i, &next);
 	fprintf(out, "]}");
+	return 0;
 }
 
 int report_flame_html(FILE *out, const struct report_ctx *c)
@@ -326,7 +503,7 @@ int report_flame_html(FILE *out, const struct report_ctx *c)
 	fprintf(out,
 		". Width is bytes. Hover for a site's bytes and blocks, "
 		"click a box to zoom into it (click it again, or the "
-		"bottom box, to zoom out).</p>\n"
+		"top box, to zoom out).</p>\n"
 		"<div class=\"bar\"><input id=\"search\" placeholder=\"search functions (regular expression)\">"
 		" <button id=\"reset\">reset zoom</button></div>\n");
 	for (size_t d = 0; d < c->at->ndev; d++) {
@@ -342,7 +519,9 @@ int report_flame_html(FILE *out, const struct report_ctx *c)
 	for (size_t d = 0; d < c->at->ndev; d++) {
 		heading(title, sizeof(title), c, &c->at->dev[d]);
 		fprintf(out, "%s", d ? ",\n" : "");
-		page_data(out, &trees[d], title);
+		rc = page_data(out, &trees[d], title);
+		if (rc)
+			goto out;
 	}
 	fprintf(out, "];\n%s</script>\n</body></html>\n", page_script);
 out:
@@ -363,13 +542,14 @@ static unsigned hash_name(const char *s)
 	return h;
 }
 
+/* Node i and its callees, the graph's top row at top_y. */
 static void svg_node(FILE *out, struct ftree *t, int i, double x, double w,
-		     int base_y)
+		     int top_y)
 {
 	const struct fnode *n = &t->n[i];
 	unsigned h = hash_name(n->name);
 	double cx = x;
-	int y = base_y - (n->depth + 1) * SVG_ROW;
+	int y = top_y + n->depth * SVG_ROW;
 	size_t fit;
 	char hb[32];
 
@@ -423,7 +603,7 @@ static void svg_node(FILE *out, struct ftree *t, int i, double x, double w,
 			n->bytes ? w * (double)t->n[k].bytes / (double)n->bytes
 				 : 0;
 
-		svg_node(out, t, k, cx, kw, base_y);
+		svg_node(out, t, k, cx, kw, top_y);
 		cx += kw;
 	}
 }
@@ -457,9 +637,9 @@ int report_flame_svg(FILE *out, const struct report_ctx *c)
 			SVG_MARGIN, y + 16);
 		html_text(out, title);
 		fprintf(out, "</text>\n");
-		y += 30 + (trees[d].depth + 1) * SVG_ROW;
+		y += 30;
 		svg_node(out, &trees[d], 0, SVG_MARGIN, SVG_W, y);
-		y += SVG_MARGIN;
+		y += (trees[d].depth + 1) * SVG_ROW + SVG_MARGIN;
 	}
 	fprintf(out, "</svg>\n");
 out:

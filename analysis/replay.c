@@ -5,7 +5,14 @@
  *
  * Live blocks are DataPtrs in a pool with a free list; the blockmap maps
  * the trace's block ids to pool indices.  Only the allocator's work is
- * timed: progress reports and stats sampling are outside the clock.
+ * timed: progress reports and stats sampling are outside the clock, the
+ * usable-size queries (an allocator op) inside it.
+ *
+ * Three sums are kept apart, because they answer different questions:
+ * requested bytes (what the program asked for, the trace's own figure),
+ * usable bytes (what the allocator handed out for it: size classes,
+ * page rounding) and reserved bytes (what it holds from the system,
+ * free blocks in its caches included).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -22,6 +29,7 @@
 
 struct pool {
 	struct alloy_data_ptr *dp;
+	uint64_t *usable;    /* per entry, with REPLAY_USABLE */
 	uint64_t *next_free; /* free list through unused entries */
 	size_t cap, used;
 	uint64_t free_head; /* index + 1; 0 = empty */
@@ -46,6 +54,10 @@ static int pool_get(struct pool *p, uint64_t *out)
 		if (!n)
 			return -ENOMEM;
 		p->next_free = n;
+		n = realloc(p->usable, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->usable = n;
 		p->cap = cap;
 	}
 	*out = p->used++;
@@ -75,29 +87,32 @@ static void sample(struct alloy_allocator *a, struct replay_result *r)
 		return;
 	if (st.reserved > r->max_reserved)
 		r->max_reserved = st.reserved;
-	if (st.allocated > r->max_allocated)
-		r->max_allocated = st.allocated;
 	r->end = st;
 }
 
 int trace_replay(const struct trace *tr, const struct trace_summary *sum,
-		 struct alloy_allocator *a, struct replay_result *r,
+		 struct alloy_allocator *a, unsigned flags,
+		 struct replay_result *r,
 		 void (*progress)(void *arg, size_t done, size_t total),
 		 void *arg)
 {
 	struct blockmap map = { 0 };
 	struct pool pool = { 0 };
-	uint64_t live = 0;
+	uint64_t live = 0, usable = 0;
+	bool count_usable;
 	double t0, spent = 0;
 	size_t peak_at;
 	int rc = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->have_stats = alloy_allocator_ops(a) && alloy_allocator_ops(a)->stats;
+	count_usable = flags & REPLAY_USABLE;
+	r->have_usable = count_usable && alloy_allocator_ops(a) &&
+			 alloy_allocator_ops(a)->usable_size;
 	/*
 	 * The replay samples the stats at the event after which the live
 	 * bytes first reach their highest (none when nothing is allocated):
-	 * the "at most" figures must hold at least what was live at the
+	 * the reserved "at most" must hold at least what was live at the
 	 * peak, and samples every STATS_EVERY events miss a peak gone by the
 	 * next (a large block freed at once).  Found beforehand because
 	 * sampling at every new peak instead would sample at every
@@ -142,6 +157,13 @@ int trace_replay(const struct trace *tr, const struct trace_summary *sum,
 			live += e->size;
 			if (live > r->peak_live)
 				r->peak_live = live;
+			if (count_usable) {
+				pool.usable[idx] = alloy_allocator_usable_size(
+					a, pool.dp[idx].ptr, e->size);
+				usable += pool.usable[idx];
+				if (usable > r->peak_usable)
+					r->peak_usable = usable;
+			}
 		} else if (e->op == TRACE_FREE) {
 			s = blockmap_find(&map, e->block);
 			if (!s)
@@ -149,6 +171,8 @@ int trace_replay(const struct trace *tr, const struct trace_summary *sum,
 			idx = s->value;
 			blockmap_remove(&map, s);
 			live -= pool.dp[idx].size;
+			if (count_usable)
+				usable -= pool.usable[idx];
 			alloy_data_ptr_free(&pool.dp[idx]);
 			pool_put(&pool, idx);
 			r->frees++;
@@ -169,6 +193,8 @@ int trace_replay(const struct trace *tr, const struct trace_summary *sum,
 	}
 out:
 	r->seconds = now_s() - t0 - spent;
+	r->end_live = live;
+	r->end_usable = usable;
 	sample(a, r);
 	/* Blocks the trace never freed: give them back now. */
 	for (size_t i = 0; i < map.cap; i++)
@@ -178,6 +204,7 @@ out:
 		progress(arg, tr->nev, tr->nev);
 	blockmap_free(&map);
 	free(pool.dp);
+	free(pool.usable);
 	free(pool.next_free);
 	return rc;
 }

@@ -2,8 +2,9 @@
 /*
  * analysis/report.h - what `alloy report` writes: the summary of a whole
  * trace (summary.c) and, about a moment of it, the breakdown as text or
- * JSON (at.c), the flame graph as a page or a picture (flame.c), and the
- * page of the timeline (timeline_page.c).
+ * JSON (at.c), the flame graph as a page or a picture (flame.c), the
+ * page of the timeline (timeline_page.c), and the exports other tools
+ * read: pprof's profile (pprof.c) and Chrome's trace events (perfetto.c).
  */
 #ifndef ALLOY_ANALYSIS_REPORT_H
 #define ALLOY_ANALYSIS_REPORT_H
@@ -38,6 +39,22 @@ int report_flame_svg(FILE *out, const struct report_ctx *c);
  */
 int report_timeline_svg(FILE *out, const struct report_ctx *c);
 int report_timeline_html(FILE *out, const struct report_ctx *c);
+
+/*
+ * The profile pprof reads, gzipped (pprof.c): every allocation of the
+ * first `events` events, and what was live after them, at t_ns.  0,
+ * -ENOMEM or -EIO.  Only in a build with libprotobuf-c and zlib
+ * (HAVE_PPROF).
+ */
+int report_pprof(FILE *out, const struct report_ctx *c, size_t events,
+		 uint64_t t_ns);
+
+/*
+ * The trace as Chrome's trace-event JSON, which Perfetto and
+ * chrome://tracing open (perfetto.c): a counter track of live bytes per
+ * allocator and device and one for the process.  0 or -ENOMEM.
+ */
+int report_perfetto(FILE *out, const struct report_ctx *c);
 
 /* The summary of a whole trace, as a table or as JSON (summary.c). */
 void report_summary_text(FILE *out, const char *path, const struct trace *tr,

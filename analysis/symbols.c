@@ -14,6 +14,13 @@
  * that cannot be read leaves its frames as raw addresses and, unless
  * told to be quiet, one line on stderr.
  *
+ * A frame no function covers is shown as MODULE+ADDRESS, ADDRESS being
+ * the link-time one, so that `addr2line -e MODULE ADDRESS` finds it: an
+ * executable linked at a fixed address (not PIE) runs at its link
+ * address, so there nothing is subtracted, where a shared object or a
+ * PIE loses its load address.  Only an object that cannot be read keeps
+ * the file offset, the one thing the map says.
+ *
  * Return addresses are looked up one byte back: the call instruction,
  * which may be the last of its function (a call to a noreturn function).
  */
@@ -569,11 +576,14 @@ void symbols_resolve(struct symbols *s, const uint32_t *stacks, size_t n)
 			m = &tr->modules[nd->module - 1];
 			o = object_of(s, nd->module - 1);
 			f->module = m->path;
-			f->offset = nd->frame - 1 - m->start + m->offset;
+			/* The file offset first: the map says only that. */
+			f->addr = nd->frame - 1 - m->start + m->offset;
 			if (!o->tried)
 				object_load(s, o, m);
-			if (!o->ok || !vaddr_of(o, f->offset, &va))
+			if (!o->ok || !vaddr_of(o, f->addr, &va))
 				continue;
+			f->addr = va;
+			f->linked = true;
 			f->func = shown_name(s, lookup(o, va));
 			if (o->debug)
 				queue(o, id);
@@ -587,8 +597,7 @@ void symbols_resolve(struct symbols *s, const uint32_t *stacks, size_t n)
 			continue;
 		va = malloc(o->ntodo * sizeof(*va));
 		for (size_t k = 0; va && k < o->ntodo; k++)
-			if (!vaddr_of(o, s->frames[o->todo[k]].offset, &va[k]))
-				va[k] = 0;
+			va[k] = s->frames[o->todo[k]].addr;
 		if (va)
 			run_addr2line(s, o, va);
 		free(va);
@@ -633,9 +642,9 @@ const char *symbols_func(struct symbols *s, uint32_t id, char *buf, size_t len)
 		snprintf(buf, len, "[more frames]");
 	else if (f->func)
 		snprintf(buf, len, "%s", f->func);
-	else if (f->module)
-		snprintf(buf, len, "%s+%#llx", base(f->module),
-			 (unsigned long long)f->offset);
+	else if (f->module) /* what differs first: cut, labels still do */
+		snprintf(buf, len, "%#llx (%s)", (unsigned long long)f->addr,
+			 base(f->module));
 	else
 		snprintf(buf, len, "%#llx", (unsigned long long)frame);
 	return buf;
@@ -646,6 +655,12 @@ const char *symbols_name(struct symbols *s, uint32_t id, char *buf, size_t len)
 	const struct sym_frame *f = symbols_frame(s, id);
 	size_t n;
 
+	if (trace_stack_known(id) && !f->func && f->module &&
+	    s->tr->nodes[id].frame > 1) {
+		snprintf(buf, len, "%s+%#llx", base(f->module),
+			 (unsigned long long)f->addr);
+		return buf;
+	}
 	symbols_func(s, id, buf, len);
 	if (!trace_stack_known(id) || !f->func)
 		return buf;

@@ -15,7 +15,15 @@ struct sym_frame {
 	const char *file;   /* source file, NULL when unknown */
 	unsigned line;	    /* 0 when unknown */
 	const char *module; /* path of the object, NULL when none held it */
-	uint64_t offset;    /* address within the object's file image */
+	/*
+	 * The address in the object's own address space, the one its
+	 * symbols and debug information use and addr2line -e MODULE takes:
+	 * from a shared library or a PIE the address less its load
+	 * address, from an executable linked at a fixed address the
+	 * address itself.  When the object cannot be read, its file offset.
+	 */
+	uint64_t addr;
+	bool linked; /* addr is from the object's program headers */
 };
 
 struct symbols;
@@ -42,7 +50,11 @@ const struct sym_frame *symbols_frame(struct symbols *s, uint32_t id);
  * "func (libx.so)", "libx.so+0x1a2b" or "0x7f00...".
  */
 const char *symbols_name(struct symbols *s, uint32_t id, char *buf, size_t len);
-/* The function alone ("func", or the short name without a function). */
+/*
+ * The function alone, for boxes and one-line labels that may be cut:
+ * "func", or without a function the address first, "0x1a2b (libx.so)",
+ * so that two frames of one object never cut to the same text.
+ */
 const char *symbols_func(struct symbols *s, uint32_t id, char *buf, size_t len);
 
 /* The name of a stack that is not a node: none recorded, or missing. */

@@ -126,22 +126,37 @@ struct trace_summary {
 void trace_summarize(const struct trace *tr, struct trace_summary *sum);
 
 struct replay_result {
-	double seconds;	    /* allocating and freeing only */
-	uint64_t peak_live; /* highest sum of live bytes */
+	double seconds; /* the allocator's work only */
+	/* Requested: the bytes the trace's allocations asked for. */
+	uint64_t peak_live; /* highest sum of live requested bytes */
+	uint64_t end_live;  /* live when the trace ends */
+	/*
+	 * Usable: what the allocator handed out for them, its size-class
+	 * rounding included (its usable_size op; the requested size where
+	 * it has none).  Counted only with REPLAY_USABLE.
+	 */
+	bool have_usable; /* counted, and the allocator has the op */
+	uint64_t peak_usable, end_usable;
 	uint64_t allocs, frees;
-	bool have_stats;		      /* the allocator has a stats op */
-	uint64_t max_reserved, max_allocated; /* sampled along the way */
+	/* Reserved: held from the system, caches included (its stats op). */
+	bool have_stats;
+	uint64_t max_reserved;		  /* sampled along the way */
 	struct alloy_allocator_stats end; /* before the leftovers are freed */
 };
+
+/* Ask the allocator each block's usable size (a call per allocation). */
+#define REPLAY_USABLE 1u
 
 /*
  * Replay every alloc and free of tr against a, in order.  sum is tr's
  * summary when the caller has it (replays of one trace share it), else
- * NULL.  progress (may be NULL) is called now and then with the events
- * done so far.  0, or a negative errno with the library's message set.
+ * NULL.  flags: 0 or REPLAY_USABLE.  progress (may be NULL) is called
+ * now and then with the events done so far.  0, or a negative errno
+ * with the library's message set.
  */
 int trace_replay(const struct trace *tr, const struct trace_summary *sum,
-		 struct alloy_allocator *a, struct replay_result *r,
+		 struct alloy_allocator *a, unsigned flags,
+		 struct replay_result *r,
 		 void (*progress)(void *arg, size_t done, size_t total),
 		 void *arg);
 

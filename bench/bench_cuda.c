@@ -140,7 +140,7 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	alloy_cuda_caching_reset_peaks(cc, 0);
 	c0 = device_calls(sim);
 	for (int rep = 0; rep < REPEATS; rep++) {
-		if (trace_replay(&tr, sum, cc, &rr, NULL, NULL)) {
+		if (trace_replay(&tr, sum, cc, 0, &rr, NULL, NULL)) {
 			fprintf(stderr, "alloy bench cuda: %s: %s\n", path,
 				alloy_last_error());
 			free(sum);

@@ -4,7 +4,8 @@
  * or JSON summary, a timeline picture (SVG, or an HTML page with the SVG,
  * the table and a breakdown of any clicked moment), what was live at the
  * peak or at a time (--at) by call site and by owner, or the flame graph
- * of that moment (a page, or an SVG picture).
+ * of that moment (a page, or an SVG picture); or, for other tools, the
+ * profile pprof reads and the counter tracks Perfetto shows.
  *
  * With -o the output goes to a temporary file renamed over FILE only when
  * everything was written, so a bad trace never clobbers an old report.
@@ -17,13 +18,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include "analysis/report.h"
 #include "cli.h"
 
-enum format { F_TEXT, F_JSON, F_SVG, F_HTML, F_FLAME, F_FLAME_SVG };
+enum format {
+	F_TEXT,
+	F_JSON,
+	F_SVG,
+	F_HTML,
+	F_FLAME,
+	F_FLAME_SVG,
+	F_PPROF,
+	F_PERFETTO
+};
 
 static const char *const format_names[] = {
-	"text", "json", "svg", "html", "flamegraph", "flamegraph-svg",
+	"text",	      "json",		"svg",	 "html",
+	"flamegraph", "flamegraph-svg", "pprof", "perfetto",
 };
 
 struct options {
@@ -94,7 +108,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			    f == sizeof(format_names) / sizeof(format_names[0]))
 				return cli_usage_error(
 					&cmd_report,
-					"--format wants text, json, svg, html, flamegraph or flamegraph-svg, not \"%s\"",
+					"--format wants text, json, svg, html, flamegraph, flamegraph-svg, pprof or perfetto, not \"%s\"",
 					v ? v : "");
 			o->fmt = (enum format)f;
 			i++;
@@ -146,7 +160,23 @@ static int parse_args(int argc, char **argv, struct options *o)
 	if (o->at && (o->fmt == F_SVG || o->fmt == F_HTML))
 		return cli_usage_error(
 			&cmd_report,
-			"--at goes with text, json, flamegraph and flamegraph-svg; the timeline shows every moment");
+			"--at goes with text, json, flamegraph, flamegraph-svg and pprof; the timeline shows every moment");
+	if (o->at && o->fmt == F_PERFETTO)
+		return cli_usage_error(
+			&cmd_report,
+			"--at goes with text, json, flamegraph, flamegraph-svg and pprof; perfetto's tracks show every moment");
+#ifndef HAVE_PPROF
+	if (o->fmt == F_PPROF) {
+		fprintf(stderr,
+			"alloy report: --format pprof: this alloy was built without libprotobuf-c, protoc-c or zlib "
+			"(apt-get install libprotobuf-c-dev protobuf-c-compiler zlib1g-dev, then configure again)\n");
+		return EXIT_PROBLEM;
+	}
+#endif
+	if (o->fmt == F_PPROF && !o->outpath && isatty(STDOUT_FILENO))
+		return cli_usage_error(
+			&cmd_report,
+			"--format pprof writes gzipped binary: give -o FILE or redirect the output");
 	if (!o->top_set)
 		o->top = o->fmt == F_TEXT ? 20 : 0;
 	o->at_peak = true;
@@ -185,6 +215,67 @@ static void warn_trace(const char *path, const struct trace *tr)
 			path, (unsigned long long)tr->missing_owners);
 }
 
+/*
+ * The exports: pprof's profile of a moment (the overall peak, or --at
+ * TIME: every event up to it) and Perfetto's tracks of the whole trace.
+ */
+static int write_export(FILE *out, const struct options *o,
+			struct report_ctx *c, char *err, size_t errlen)
+{
+	const struct trace *tr = c->tr;
+	size_t events = tr->nev;
+	uint64_t t_ns = tr->end_ns;
+	int rc;
+
+	if (o->fmt == F_PPROF && o->at_peak && tr->nev) {
+		events = c->sum->peak_event + 1;
+		t_ns = tr->ev[c->sum->peak_event].t_ns;
+	} else if (o->fmt == F_PPROF && !o->at_peak) {
+		size_t lo = 0, hi = tr->nev;
+
+		if (o->at_ns > tr->end_ns) {
+			snprintf(
+				err, errlen,
+				"--at %llu ns is past the end of the trace, which lasts %llu ns (%.3f ms)",
+				(unsigned long long)o->at_ns,
+				(unsigned long long)tr->end_ns,
+				(double)tr->end_ns / 1e6);
+			return -1;
+		}
+		/* The events at or before the time: times never go back. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tr->ev[mid].t_ns <= o->at_ns)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		events = lo;
+		t_ns = o->at_ns;
+	}
+	c->sym = symbols_new(tr, false);
+	if (!c->sym) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+#ifdef HAVE_PPROF
+	if (o->fmt == F_PPROF)
+		rc = report_pprof(out, c, events, t_ns);
+	else
+#else
+	(void)events;
+	(void)t_ns;
+#endif
+		rc = report_perfetto(out, c);
+	symbols_free(c->sym);
+	if (rc)
+		snprintf(err, errlen, "%s",
+			 rc == -EIO ? "compressing the profile failed"
+				    : "out of memory");
+	return rc ? -1 : 0;
+}
+
 /* Write the chosen output; 0, or -1 after saying why. */
 static int write_report(FILE *out, const struct options *o,
 			const struct trace *tr, const struct trace_summary *sum)
@@ -200,6 +291,11 @@ static int write_report(FILE *out, const struct options *o,
 	char err[512];
 	int rc = 0;
 
+	if (o->fmt == F_PPROF || o->fmt == F_PERFETTO) {
+		if (write_export(out, o, &c, err, sizeof(err)))
+			goto fail;
+		return 0;
+	}
 	if (!need_at) {
 		if (o->fmt == F_JSON)
 			report_summary_json(out, o->path, tr, sum);
@@ -245,6 +341,8 @@ static int write_report(FILE *out, const struct options *o,
 		break;
 	case F_HTML:
 		rc = report_timeline_html(out, &c);
+		break;
+	default:
 		break;
 	}
 	symbols_free(c.sym);
@@ -348,6 +446,10 @@ const struct cli_command cmd_report = {
 		"                  and labelled with its top sites and owners\n"
 		"  --format html   the timeline, the table, and what was live at any\n"
 		"                  clicked moment, in one offline page\n"
+		"  --format pprof  the profile `go tool pprof` reads (gzipped): allocations\n"
+		"                  up to the peak (or --at TIME) and what was live then\n"
+		"  --format perfetto  Chrome trace-event JSON for Perfetto's UI and\n"
+		"                  chrome://tracing: live bytes per allocator and in all\n"
 		"  --top N         rows per table (text: 20 by default; 0: all)\n"
 		"  -o FILE         write there (replaced only when all went well)\n"
 		"  --progress      show progress on stderr even when it is no terminal\n"

@@ -170,9 +170,8 @@ const char *alloy__rep_frame_str(uintptr_t frame, char *buf, size_t len)
 			buf, len, "%s+%#llx (%s)", info.dli_sname,
 			(unsigned long long)(frame - (uintptr_t)info.dli_saddr),
 			obj);
-	else
+	else /* The link-time address, what addr2line -e OBJ takes. */
 		snprintf(buf, len, "%s+%#llx", obj,
-			 (unsigned long long)(frame -
-					      (uintptr_t)info.dli_fbase));
+			 (unsigned long long)(frame - lm->l_addr));
 	return buf;
 }

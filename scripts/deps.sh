@@ -10,11 +10,15 @@ pkgs=(build-essential autoconf automake libtool pkg-config check
 # scripts/client-suites.sh and python-clients.sh, stop without it).
 pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
        libdlpack-dev)
+# `alloy report --format pprof`: protobuf-c's library and compiler, zlib.
+pkgs+=(libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind),
 #   clang-format (scripts/check-format.sh), universal-ctags
 #   (tests/cli/test_tags.sh skips without it) and headless Chromium, so
 #   that the flame graph and demo pages are rendered
-#   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it).
+#   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it),
+#   and go, whose `go tool pprof` reads the pprof export
+#   (tests/cli/test_export.sh skips those checks without it).
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
@@ -22,7 +26,8 @@ pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
 #   (about 1 GB; without them its tests say "skipped").
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium) ;;
+	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium
+		golang-go) ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;

@@ -98,8 +98,13 @@ START_TEST(round_trip_gives_the_same_peak)
 
 	/* Replay against another allocator: same peak, everything freed. */
 	ck_assert_ok(trace_replay(&tr, NULL, alloy_find_allocator("default"),
-				  &r, NULL, NULL));
+				  REPLAY_USABLE, &r, NULL, NULL));
 	ck_assert_uint_eq(r.peak_live, sum.all.peak_bytes);
+	ck_assert_uint_eq(r.end_live, sum.all.live_bytes);
+	/* Usable bytes cover the requested ones, live and at the peak. */
+	ck_assert(r.have_usable);
+	ck_assert_uint_ge(r.peak_usable, r.peak_live);
+	ck_assert_uint_ge(r.end_usable, r.end_live);
 	ck_assert_uint_eq(r.allocs, 200);
 	ck_assert_uint_eq(r.frees, 200 - 16);
 	ck_assert_int_eq(
@@ -206,7 +211,7 @@ START_TEST(threads_write_a_consistent_trace)
 	ck_assert_uint_eq(sum.all.allocs, 15000);
 	ck_assert_uint_eq(sum.all.frees, 15000);
 	ck_assert_uint_eq(sum.all.live_bytes, 0);
-	ck_assert_ok(trace_replay(&tr, NULL, def, &r, NULL, NULL));
+	ck_assert_ok(trace_replay(&tr, NULL, def, 0, &r, NULL, NULL));
 	ck_assert_uint_eq(r.peak_live, sum.all.peak_bytes);
 	trace_free(&tr);
 	unlink(trace_path);
