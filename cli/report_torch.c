@@ -93,6 +93,7 @@ static int walk_block(const struct alloy_cuda_block_info *b, void *arg)
 			.total_size = b->segment_size,
 			.stream = (uint64_t)(uintptr_t)b->stream,
 			.small = b->pool == ALLOY_CUDA_POOL_SMALL,
+			.expandable = b->expandable,
 		};
 
 		w->rc = tsnap_add_segment(w->s, &seg);

@@ -177,6 +177,7 @@ struct alloy_cuda_block_info {
 	size_t requested_size; /* what the user asked for (0 when free) */
 	int state;	       /* enum alloy_cuda_block_state */
 	bool segment_start;    /* first block of its segment */
+	bool expandable;       /* its segment is an expandable one */
 };
 
 /*
