@@ -14,7 +14,11 @@ pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
 #   clang-format (scripts/check-format.sh), universal-ctags
 #   (tests/cli/test_tags.sh skips without it) and headless Chromium, so
 #   that the flame graph and demo pages are rendered
-#   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it).
+#   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it),
+#   and python3-torch, whose torch.cuda._memory_viz reads the snapshots
+#   of `alloy report --format torch-snapshot` and alloy.cuda
+#   (tests/cli/test_torch_viewer.sh, tests/python/test_cuda.py; about
+#   three minutes to install, apt-get update included).
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
@@ -22,7 +26,8 @@ pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
 #   (about 1 GB; without them its tests say "skipped").
 for arg in "$@"; do
 	case $arg in
-	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium) ;;
+	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium
+		     python3-torch) ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;
