@@ -46,7 +46,8 @@ struct cc_block {
 
 struct cc_segment {
 	uintptr_t ptr;
-	size_t size;
+	size_t size; /* bytes with memory behind them: mapped, when expandable
+		      */
 	void *stream;
 	int pool;
 	bool huge;     /* made for one request of 10 MiB or more */
@@ -54,6 +55,15 @@ struct cc_segment {
 	int device;
 	struct cc_block *head;
 	struct cc_segment *next;
+	/*
+	 * An expandable segment: va_size bytes of addresses reserved, the
+	 * first size of them mapped, in pieces of chunk bytes, one handle
+	 * each (handles[i] backs the i-th piece).
+	 */
+	bool expandable;
+	size_t chunk, va_size;
+	void **handles;
+	size_t handles_cap;
 };
 
 /* Free blocks of one pool, sorted by (stream, size, address). */
@@ -88,6 +98,7 @@ struct cc {
 	unsigned divisions;    /* roundup_power2_divisions; 0/1 = off */
 	double gc_threshold;   /* 0 = off */
 	double fraction;       /* memory_fraction; 1 = all */
+	bool expandable;       /* expandable_segments */
 
 	struct cc_device dev[CC_MAX_DEVICES];
 	struct alloy__ptrmap live;	       /* allocated blocks by address */

@@ -48,6 +48,7 @@ struct alloy_cuda_sim {
 	struct sim_stream *streams; /* created ones; default_stream first */
 	struct sim_block *dev_blocks;
 	struct sim_block *host_blocks;
+	struct sim_block *va_ranges; /* reserved address ranges */
 	struct alloy_cuda_sim_counts counts;
 };
 
@@ -349,6 +350,186 @@ static int sim_device_synchronize(void *ctx, int device)
 	return 0;
 }
 
+/* ---- virtual memory ------------------------------------------------- */
+
+/*
+ * A reserved range is host address space mapped without access; mapping
+ * a handle there puts fresh pages in its place (still without access),
+ * setting access opens them, and unmapping puts back pages without access,
+ * so the range stays reserved.  A handle holds only its size: what the
+ * device's capacity counts.
+ */
+struct sim_handle {
+	size_t size;
+};
+
+#define SIM_VMM_ALIGN ((size_t)2 << 20)
+
+static int sim_va_reserve(void *ctx, int device, size_t size, void **out)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_block *b;
+	void *p;
+
+	if (device < 0 || device >= sim->ndevices || !size ||
+	    size % SIM_VMM_ALIGN)
+		return alloy__error(-EINVAL, "sim_va_reserve",
+				    "device %d, size %zu: not a device or not "
+				    "a multiple of 2 MiB",
+				    device, size);
+	/* Over-reserve to align the start to 2 MiB, as the driver does. */
+	p = mmap(NULL, size + SIM_VMM_ALIGN, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	b = malloc(sizeof(*b));
+	if (p == MAP_FAILED || !b) {
+		if (p != MAP_FAILED)
+			munmap(p, size + SIM_VMM_ALIGN);
+		free(b);
+		return alloy__error(-ENOMEM, "sim_va_reserve",
+				    "no host address space for %zu bytes",
+				    size);
+	}
+	{
+		uintptr_t a = ((uintptr_t)p + SIM_VMM_ALIGN - 1) &
+			      ~(uintptr_t)(SIM_VMM_ALIGN - 1);
+		size_t head = a - (uintptr_t)p;
+
+		if (head)
+			munmap(p, head);
+		if (SIM_VMM_ALIGN - head)
+			munmap((char *)a + size, SIM_VMM_ALIGN - head);
+		p = (void *)a;
+	}
+	b->ptr = p;
+	b->size = size;
+	pthread_mutex_lock(&sim->lock);
+	b->next = sim->va_ranges;
+	sim->va_ranges = b;
+	pthread_mutex_unlock(&sim->lock);
+	*out = p;
+	return 0;
+}
+
+/* Whether [ptr, ptr + size) lies in one reserved range, 2 MiB aligned. */
+static bool in_reserved(struct alloy_cuda_sim *sim, void *ptr, size_t size)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	bool ok = false;
+
+	if (!size || a % SIM_VMM_ALIGN || size % SIM_VMM_ALIGN)
+		return false;
+	pthread_mutex_lock(&sim->lock);
+	for (struct sim_block *b = sim->va_ranges; b && !ok; b = b->next)
+		ok = a >= (uintptr_t)b->ptr &&
+		     a + size <= (uintptr_t)b->ptr + b->size;
+	pthread_mutex_unlock(&sim->lock);
+	return ok;
+}
+
+static int sim_va_release(void *ctx, void *ptr, size_t size)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	size_t had;
+
+	pthread_mutex_lock(&sim->lock);
+	had = unlink_block(&sim->va_ranges, ptr);
+	pthread_mutex_unlock(&sim->lock);
+	ALLOY_ENFORCE(had == size, -EINVAL,
+		      "%p (%zu bytes) is not a reserved range", ptr, size);
+	munmap(ptr, size);
+	return 0;
+}
+
+static int sim_mem_create(void *ctx, int device, size_t size, void **handle)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_handle *h;
+
+	if (device < 0 || device >= sim->ndevices || !size ||
+	    size % SIM_VMM_ALIGN)
+		return alloy__error(-EINVAL, "sim_mem_create",
+				    "device %d, size %zu: not a device or not "
+				    "a multiple of 2 MiB",
+				    device, size);
+	h = malloc(sizeof(*h));
+	if (!h)
+		return alloy__error(-ENOMEM, "sim_mem_create",
+				    "no host memory for a handle");
+	pthread_mutex_lock(&sim->lock);
+	if (size > sim->capacity ||
+	    sim->counts.dev_bytes_in_use > sim->capacity - size) {
+		size_t used = sim->counts.dev_bytes_in_use;
+
+		pthread_mutex_unlock(&sim->lock);
+		free(h);
+		return alloy__error(
+			-ENOMEM, "sim_mem_create",
+			"out of memory: %zu bytes asked, %zu of %zu in use",
+			size, used, sim->capacity);
+	}
+	sim->counts.dev_bytes_in_use += size;
+	sim->counts.dev_mallocs++;
+	pthread_mutex_unlock(&sim->lock);
+	h->size = size;
+	*handle = h;
+	return 0;
+}
+
+static int sim_mem_release(void *ctx, void *handle)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_handle *h = handle;
+
+	pthread_mutex_lock(&sim->lock);
+	sim->counts.dev_bytes_in_use -= h->size;
+	sim->counts.dev_frees++;
+	pthread_mutex_unlock(&sim->lock);
+	free(h);
+	return 0;
+}
+
+/* Fresh pages without access over [ptr, ptr + size). */
+static int replace_pages(void *ptr, size_t size)
+{
+	void *p = mmap(ptr, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+		       -1, 0);
+
+	return p == MAP_FAILED ? -ENOMEM : 0;
+}
+
+static int sim_mem_map(void *ctx, void *ptr, size_t size, void *handle)
+{
+	struct sim_handle *h = handle;
+
+	ALLOY_ENFORCE(in_reserved(ctx, ptr, size) && h && h->size == size,
+		      -EINVAL,
+		      "%p (%zu bytes): not in a reserved range, or "
+		      "not the handle's size",
+		      ptr, size);
+	ALLOY_ENFORCE(!replace_pages(ptr, size), -ENOMEM,
+		      "host mmap of %zu bytes failed", size);
+	return 0;
+}
+
+static int sim_mem_set_access(void *ctx, int device, void *ptr, size_t size)
+{
+	ALLOY_ENFORCE(in_reserved(ctx, ptr, size), -EINVAL,
+		      "%p (%zu bytes) is not in a reserved range", ptr, size);
+	ALLOY_ENFORCE(!mprotect(ptr, size, PROT_READ | PROT_WRITE), -ENOMEM,
+		      "mprotect of %zu bytes failed", size);
+	return 0;
+}
+
+static int sim_mem_unmap(void *ctx, void *ptr, size_t size)
+{
+	ALLOY_ENFORCE(in_reserved(ctx, ptr, size), -EINVAL,
+		      "%p (%zu bytes) is not in a reserved range", ptr, size);
+	ALLOY_ENFORCE(!replace_pages(ptr, size), -ENOMEM,
+		      "host mmap of %zu bytes failed", size);
+	return 0;
+}
+
 static const struct alloy__devsrc_ops sim_ops = {
 	.name = "sim",
 	.dev_malloc = sim_dev_malloc,
@@ -368,6 +549,13 @@ static const struct alloy__devsrc_ops sim_ops = {
 	.event_synchronize = sim_event_synchronize,
 	.stream_synchronize = sim_stream_synchronize,
 	.device_synchronize = sim_device_synchronize,
+	.va_reserve = sim_va_reserve,
+	.va_release = sim_va_release,
+	.mem_create = sim_mem_create,
+	.mem_release = sim_mem_release,
+	.mem_map = sim_mem_map,
+	.mem_set_access = sim_mem_set_access,
+	.mem_unmap = sim_mem_unmap,
 };
 
 struct alloy__devsrc alloy__cuda_sim_source(struct alloy_cuda_sim *sim)

@@ -120,8 +120,16 @@ struct alloy_cuda_stats {
 	uint64_t num_device_alloc;     /* calls into the source */
 	uint64_t num_device_free;
 	uint64_t max_split_size; /* the option in force; 0 = unlimited */
+	/*
+	 * Expandable segments (option expandable_segments): the addresses
+	 * they hold reserved (reserved_bytes counts what is mapped in them),
+	 * and the map and unmap calls made (each of one or more pieces).
+	 */
+	uint64_t expandable_address_bytes;
+	uint64_t num_maps;
+	uint64_t num_unmaps;
 };
-#define ALLOY_CUDA_STATS_VERSION 1
+#define ALLOY_CUDA_STATS_VERSION 2
 
 /* A struct alloy_cuda_stats with its header filled, ready to pass. */
 #define ALLOY_CUDA_STATS_INIT                                                \

@@ -747,13 +747,17 @@ static void check_against_snapshot(struct alloy_allocator *a)
 	free(json);
 }
 
-START_TEST(stats_equal_the_sums_over_the_snapshot)
+/* 3000 random allocations, frees and record_streams over all pools. */
+static void random_run_checked(bool expandable)
 {
 	struct alloy_allocator *a = fresh(4ull << 30);
 	struct alloy_data_ptr live[64] = { 0 };
 	unsigned seed = 12345;
 	void *s1;
 
+	if (expandable)
+		ck_assert_ok(alloy_allocator_ops(a)->set_option(
+			alloy_allocator_ctx(a), "expandable_segments", "1"));
 	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
 	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
 	for (int step = 0; step < 3000; step++) {
@@ -798,6 +802,170 @@ START_TEST(stats_equal_the_sums_over_the_snapshot)
 	alloy_cuda_caching_empty_cache(a);
 	check_against_snapshot(a);
 	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 0);
+	ck_assert_int_eq(stats(a).segment[0].current, 0);
+	ck_assert_uint_eq(stats(a).expandable_address_bytes, 0);
+}
+
+START_TEST(stats_equal_the_sums_over_the_snapshot)
+{
+	random_run_checked(false);
+}
+END_TEST
+
+START_TEST(expandable_stats_equal_the_sums_over_the_snapshot)
+{
+	random_run_checked(true);
+	ck_assert_uint_eq(stats(alloy_find_allocator("cc_test")).num_maps > 0,
+			  1);
+}
+END_TEST
+
+/* ---- expandable segments ---------------------------------------------- */
+
+static struct alloy_allocator *fresh_expandable(size_t cap)
+{
+	struct alloy_allocator *a = fresh(cap);
+
+	ck_assert_ok(alloy_allocator_ops(a)->set_option(
+		alloy_allocator_ctx(a), "expandable_segments", "1"));
+	return a;
+}
+
+static int count_expandable(const struct alloy_cuda_block_info *b, void *arg)
+{
+	int *n = arg;
+
+	*n += b->segment_start && b->expandable;
+	return 0;
+}
+
+START_TEST(expandable_segments_grow_in_pieces_and_shrink_from_the_top)
+{
+	struct alloy_allocator *a = fresh_expandable(1ull << 30);
+	struct alloy_data_ptr d1, d2, d3;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_cuda_stats st;
+	int nexp = 0;
+
+	get(a, 100, &d1);
+	get(a, 3 * MiB, &d2);
+	st = stats(a);
+	/* One piece each: 2 MiB small, 20 MiB large. */
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_SMALL].current,
+			 2 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 20 * MiB);
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_ALL].current, 2);
+	/* Addresses for 1 1/8 of the device each (in whole pieces). */
+	ck_assert_uint_eq(st.expandable_address_bytes, (1152 + 1160) * MiB);
+	ck_assert_ok(
+		alloy_cuda_caching_foreach_block(a, count_expandable, &nexp));
+	ck_assert_int_eq(nexp, 2);
+	/* 30 MiB on top of the 17 MiB free there: one more piece, and the
+	 * block follows the first in the same range. */
+	get(a, 30 * MiB, &d3);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 40 * MiB);
+	ck_assert_ptr_eq(d3.ptr, (char *)d2.ptr + 3 * MiB);
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_LARGE].current, 1);
+	ck_assert_uint_eq(st.num_maps, 3);
+	ck_assert_uint_eq(st.num_device_alloc, 3);
+	/* The bytes are device memory: written through, kept when the
+	 * segment grows. */
+	memset(d2.ptr, 0xab, 3 * MiB);
+	memset(d3.ptr, 0xcd, 30 * MiB);
+	ck_assert_uint_eq(((unsigned char *)d2.ptr)[3 * MiB - 1], 0xab);
+	/* Freed at the top: trimming unmaps the whole pieces above d2. */
+	alloy_data_ptr_free(&d3);
+	ck_assert_int_gt(alloy_cuda_caching_empty_cache(a), 0);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 20 * MiB);
+	ck_assert_uint_eq(st.num_unmaps, 1);
+	ck_assert_uint_eq(((unsigned char *)d2.ptr)[0], 0xab);
+	check_against_snapshot(a);
+	/* Nothing left: the pieces and the addresses go back. */
+	alloy_data_ptr_free(&d1);
+	alloy_data_ptr_free(&d2);
+	alloy_cuda_caching_empty_cache(a);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_uint_eq(st.expandable_address_bytes, 0);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
+	ck_assert_uint_eq(c.dev_mallocs, c.dev_frees);
+}
+END_TEST
+
+START_TEST(expandable_segments_make_no_device_calls_in_steady_state)
+{
+	struct alloy_allocator *a = fresh_expandable(1ull << 30);
+	static const size_t sizes[] = { 100,	 4096,	   300 * KiB,
+					3 * MiB, 64 * MiB, 11 * MiB };
+	struct alloy_data_ptr dp[6];
+	struct alloy_cuda_sim_counts c0, c1;
+	struct alloy_cuda_stats st;
+
+	for (int it = 0; it < 50; it++) {
+		if (it == 1)
+			ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+		for (int i = 0; i < 6; i++)
+			get(a, sizes[(i + it) % 6], &dp[i]);
+		for (int i = 0; i < 6; i++)
+			alloy_data_ptr_free(&dp[(i * 5 + it) % 6]);
+	}
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_mallocs, c0.dev_mallocs);
+	ck_assert_uint_eq(c1.dev_frees, 0);
+	/* Changing order, one range: no more mapped than the sum of sizes
+	 * rounded to the pieces. */
+	st = stats(a);
+	ck_assert_int_le(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 100 * MiB);
+}
+END_TEST
+
+START_TEST(expandable_out_of_memory_says_mapped_and_reserved)
+{
+	struct alloy_allocator *a = fresh_expandable(64 * MiB);
+	struct alloy_data_ptr d1, d2;
+	const char *msg;
+
+	get(a, 30 * MiB, &d1);
+	ck_assert_int_eq(alloy_alloc(a, 40 * MiB, 0, 0, &d2), -ENOMEM);
+	msg = alloy_last_error();
+	ck_assert_msg(
+		strstr(msg, "out of memory: tried to allocate 40.00 MiB") &&
+			strstr(msg, "mapped but unallocated 10.00 MiB") &&
+			strstr(msg,
+			       "expandable segments: 40.00 MiB mapped in 80.00 MiB of reserved addresses"),
+		"%s", msg);
+	ck_assert_int_eq(stats(a).num_ooms, 1);
+	/* What failed mapped nothing: still 40 MiB, and room for 20 more. */
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 40 * MiB);
+	alloy_data_ptr_free(&d1);
+	get(a, 50 * MiB, &d2);
+	alloy_data_ptr_free(&d2);
+}
+END_TEST
+
+START_TEST(expandable_option_is_checked)
+{
+	struct alloy_allocator *a = fresh(64 * MiB);
+	const struct alloy_allocator_ops *o = alloy_allocator_ops(a);
+
+	ck_assert_int_eq(o->set_option(alloy_allocator_ctx(a),
+				       "expandable_segments", "2"),
+			 -ERANGE);
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(),
+		       "expandable_segments \"2\" must be 0 or 1"));
+	ck_assert_ok(o->set_option(alloy_allocator_ctx(a),
+				   "expandable_segments", "True"));
+	ck_assert_ok(o->set_option(alloy_allocator_ctx(a),
+				   "expandable_segments", "0"));
 }
 END_TEST
 
@@ -1396,6 +1564,13 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, zero_flag_zeroes_reused_blocks);
 	tcase_add_test(tc, bad_requests_fail_cleanly);
 	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);
+	tcase_add_test(tc, expandable_stats_equal_the_sums_over_the_snapshot);
+	tcase_add_test(
+		tc, expandable_segments_grow_in_pieces_and_shrink_from_the_top);
+	tcase_add_test(
+		tc, expandable_segments_make_no_device_calls_in_steady_state);
+	tcase_add_test(tc, expandable_out_of_memory_says_mapped_and_reserved);
+	tcase_add_test(tc, expandable_option_is_checked);
 	tcase_add_test(tc, no_block_is_reused_before_its_streams_are_done);
 	tcase_add_test(tc, each_device_has_its_own_pools_and_stats);
 	tcase_add_test(tc, peaks_reset_to_current);
