@@ -922,8 +922,15 @@ static struct cc_block *new_room(struct cc *cc, struct cc_device *d, int device,
 				 int pool, bool huge, void *stream, size_t size,
 				 size_t seg_size, int *rc)
 {
-	if (cc->expandable)
-		return exp_grow(cc, d, device, pool, stream, size, rc);
+	struct cc_block *b;
+
+	if (cc->expandable) {
+		b = exp_grow(cc, d, device, pool, stream, size, rc);
+		/* A driver without virtual memory: fixed segments, as before.
+		 */
+		if (b || *rc != -ENOTSUP)
+			return b;
+	}
 	return alloc_segment(cc, d, device, pool, huge, stream, seg_size, rc);
 }
 
