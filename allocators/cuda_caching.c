@@ -42,7 +42,7 @@ static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags);
 static int key_cmp(const struct cc_block *b, uintptr_t stream, size_t size,
 		   uintptr_t ptr)
 {
-	uintptr_t bs = (uintptr_t)b->seg->stream;
+	uintptr_t bs = cc_seg_key(b->seg);
 
 	if (bs != stream)
 		return bs < stream ? -1 : 1;
@@ -89,7 +89,7 @@ static int pool_reserve(struct cc_pool *p)
 /* The caller has made room with pool_reserve since the last insert. */
 static void pool_insert(struct cc_pool *p, struct cc_block *b)
 {
-	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
+	size_t i = lower_bound(p, cc_seg_key(b->seg), b->size, b->ptr);
 
 	memmove(&p->v[i + 1], &p->v[i], (p->n - i) * sizeof(*p->v));
 	p->v[i] = b;
@@ -104,7 +104,7 @@ static void pool_remove_at(struct cc_pool *p, size_t i)
 
 static void pool_remove(struct cc_pool *p, struct cc_block *b)
 {
-	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
+	size_t i = lower_bound(p, cc_seg_key(b->seg), b->size, b->ptr);
 
 	/* Internal invariant: a free block is in its pool. */
 	assert(i < p->n && p->v[i] == b);
@@ -293,6 +293,7 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 	seg->ptr = (uintptr_t)p;
 	seg->size = size;
 	seg->stream = stream;
+	seg->gp = cc->cur_gp;
 	seg->pool = pool;
 	seg->huge = huge;
 	seg->device = device;
@@ -337,10 +338,11 @@ static size_t release_segment(struct cc *cc, struct cc_device *d,
 	return size;
 }
 
+/* Unused, and not kept for a graph pool that may still replay. */
 static bool segment_unused(const struct cc_segment *seg)
 {
-	return !seg->expandable && seg->head->state == CC_FREE &&
-	       !seg->head->next;
+	return !seg->expandable && (!seg->gp || seg->gp->released) &&
+	       seg->head->state == CC_FREE && !seg->head->next;
 }
 
 /* ---- expandable segments ------------------------------------------------ */
@@ -474,7 +476,7 @@ static struct cc_segment *exp_segment(struct cc *cc, struct cc_device *d,
 
 	for (seg = d->segments; seg; seg = seg->next)
 		if (seg->expandable && seg->pool == pool &&
-		    seg->stream == stream)
+		    seg->stream == stream && !seg->gp)
 			return seg;
 	seg = calloc(1, sizeof(*seg));
 	if (!seg) {
@@ -924,7 +926,8 @@ static struct cc_block *new_room(struct cc *cc, struct cc_device *d, int device,
 {
 	struct cc_block *b;
 
-	if (cc->expandable) {
+	/* Graph pools keep fixed segments of their own. */
+	if (cc->expandable && !cc->cur_gp) {
 		b = exp_grow(cc, d, device, pool, stream, size, rc);
 		/* A driver without virtual memory: fixed segments, as before.
 		 */
@@ -943,11 +946,14 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 	struct cc_block *b;
 	int rc;
 
-	if (cc->gc_threshold > 0)
+	/* A capture underway may see no free and no synchronisation. */
+	if (cc->gc_threshold > 0 && !cc->nroutes)
 		garbage_collect(cc, d);
 	b = new_room(cc, d, device, pool, huge, stream, size, seg_size, &rc);
 	if (b || rc != -ENOMEM)
 		return b;
+	if (cc->nroutes)
+		goto last_resort;
 	/* Cached segments first: cheap, no waiting. */
 	d->st.num_alloc_retries++;
 	if (release_cached(cc, d))
@@ -963,8 +969,10 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 			     &rc);
 	if (b || rc != -ENOMEM)
 		return b;
+last_resort:
 	/* Last, free room in the other class of segments (see find_free). */
-	b = find_free(cc, d, pool, stream, size, false);
+	b = find_free(cc, d, pool, cc->cur_gp ? (void *)cc->cur_gp : stream,
+		      size, false);
 	if (b)
 		return b;
 	d->st.num_ooms++;
@@ -990,13 +998,14 @@ static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
 	 * one, and the cache only settles one step later (and holds more).
 	 */
 	if (strict && !cc->expandable)
-		while (i < p->n && p->v[i]->seg->stream == stream &&
+		while (i < p->n &&
+		       cc_seg_key(p->v[i]->seg) == (uintptr_t)stream &&
 		       p->v[i]->seg->huge != (size >= CC_MIN_LARGE_ALLOC))
 			i++;
 	if (i == p->n)
 		return NULL;
 	b = p->v[i];
-	if (b->seg->stream != stream)
+	if (cc_seg_key(b->seg) != (uintptr_t)stream)
 		return NULL;
 	/*
 	 * Oversize blocks serve only requests of about their own size (not
@@ -1074,6 +1083,177 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	b->requested = 0;
 }
 
+/* ---- graph pools ------------------------------------------------------- */
+
+/* The graph pool stream allocates into on device, or NULL. */
+static struct cc_graph_pool *route_of(struct cc *cc, int device, void *stream)
+{
+	for (int i = 0; i < cc->nroutes; i++)
+		if (cc->routes[i].device == device &&
+		    cc->routes[i].stream == stream)
+			return cc->routes[i].gp;
+	return NULL;
+}
+
+/*
+ * Give a released pool's unused segments back, and forget the pool once
+ * none is left.  Never while a capture is underway (that would free).
+ */
+static void gp_collect(struct cc *cc, struct cc_graph_pool *gp)
+{
+	struct cc_device *d = &cc->dev[gp->device];
+	struct cc_segment *seg, *next;
+	bool left = false;
+
+	if (!gp->released || gp->routes || cc->nroutes)
+		return;
+	for (seg = d->segments; seg; seg = next) {
+		next = seg->next;
+		if (seg->gp != gp)
+			continue;
+		if (segment_unused(seg))
+			release_segment(cc, d, seg);
+		else
+			left = true;
+	}
+	if (left)
+		return;
+	for (struct cc_graph_pool **pp = &cc->graph_pools; *pp;
+	     pp = &(*pp)->next) {
+		if (*pp == gp) {
+			*pp = gp->next;
+			break;
+		}
+	}
+	free(gp);
+}
+
+int alloy_cuda_caching_begin_pool(struct alloy_allocator *a, int device,
+				  void *stream, uint64_t pool_id)
+{
+	struct cc *cc = alloy__cc_of(a);
+	struct cc_graph_pool *gp;
+	int rc = 0;
+
+	if (!cc)
+		return -EINVAL;
+	if (!pool_id)
+		return alloy__error(-EINVAL, cc->b.name,
+				    "begin_pool: pool id 0 is not a pool");
+	pthread_mutex_lock(&cc->b.lock);
+	if (!device_get(cc, device)) {
+		rc = alloy_last_error_code();
+		goto out;
+	}
+	if (route_of(cc, device, stream)) {
+		rc = alloy__error(
+			-EBUSY, cc->b.name,
+			"begin_pool: stream %p of device %d already allocates into a pool",
+			stream, device);
+		goto out;
+	}
+	if (cc->nroutes == (int)(sizeof(cc->routes) / sizeof(cc->routes[0]))) {
+		rc = alloy__error(
+			-ENOSPC, cc->b.name,
+			"begin_pool: %d captures are underway already",
+			cc->nroutes);
+		goto out;
+	}
+	for (gp = cc->graph_pools; gp; gp = gp->next)
+		if (gp->id == pool_id && gp->device == device)
+			break;
+	if (gp && gp->released) {
+		rc = alloy__error(-EINVAL, cc->b.name,
+				  "begin_pool: pool %llu was released",
+				  (unsigned long long)pool_id);
+		goto out;
+	}
+	if (!gp) {
+		gp = calloc(1, sizeof(*gp));
+		if (!gp) {
+			rc = alloy__error(-ENOMEM, cc->b.name,
+					  "no host memory for a graph pool");
+			goto out;
+		}
+		gp->id = pool_id;
+		gp->device = device;
+		gp->next = cc->graph_pools;
+		cc->graph_pools = gp;
+	}
+	gp->routes++;
+	cc->routes[cc->nroutes++] = (struct cc_route){ .device = device,
+						       .stream = stream,
+						       .gp = gp };
+out:
+	pthread_mutex_unlock(&cc->b.lock);
+	return rc;
+}
+
+int alloy_cuda_caching_end_pool(struct alloy_allocator *a, int device,
+				void *stream)
+{
+	struct cc *cc = alloy__cc_of(a);
+	int rc = -ENOENT;
+
+	if (!cc)
+		return -EINVAL;
+	pthread_mutex_lock(&cc->b.lock);
+	for (int i = 0; i < cc->nroutes; i++) {
+		struct cc_route *r = &cc->routes[i];
+
+		if (r->device != device || r->stream != stream)
+			continue;
+		r->gp->routes--;
+		*r = cc->routes[--cc->nroutes];
+		rc = 0;
+		break;
+	}
+	if (rc)
+		alloy__error(
+			rc, cc->b.name,
+			"end_pool: stream %p of device %d allocates into no pool",
+			stream, device);
+	else if (!cc->nroutes)
+		/* Captures over: released pools may go now. */
+		for (struct cc_graph_pool *gp = cc->graph_pools, *n; gp;
+		     gp = n) {
+			n = gp->next;
+			gp_collect(cc, gp);
+		}
+	pthread_mutex_unlock(&cc->b.lock);
+	return rc;
+}
+
+int alloy_cuda_caching_release_pool(struct alloy_allocator *a, int device,
+				    uint64_t pool_id)
+{
+	struct cc *cc = alloy__cc_of(a);
+	struct cc_graph_pool *gp;
+	int rc = 0;
+
+	if (!cc)
+		return -EINVAL;
+	pthread_mutex_lock(&cc->b.lock);
+	for (gp = cc->graph_pools; gp; gp = gp->next)
+		if (gp->id == pool_id && gp->device == device)
+			break;
+	if (!gp || gp->released)
+		rc = alloy__error(-ENOENT, cc->b.name,
+				  "release_pool: no pool %llu on device %d",
+				  (unsigned long long)pool_id, device);
+	else if (gp->routes)
+		rc = alloy__error(
+			-EBUSY, cc->b.name,
+			"release_pool: pool %llu is being captured into",
+			(unsigned long long)pool_id);
+	else {
+		gp->released = true;
+		gp_collect(cc, gp);
+	}
+	pthread_mutex_unlock(&cc->b.lock);
+	return rc;
+}
+
 /* A block of req bytes on device, ordered on stream (a stream of it). */
 static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 		      unsigned flags, void *stream)
@@ -1082,6 +1262,7 @@ static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 	struct cc_device *d;
 	struct cc_block *b = NULL;
 	size_t size;
+	void *key;
 	int pool;
 
 	if (unlikely(align > CC_MIN_BLOCK)) {
@@ -1100,13 +1281,17 @@ static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 	d = device_get(cc, device);
 	if (unlikely(!d))
 		goto out_unlock;
-	if (cc->events)
+	/* Events are queried once no capture is underway. */
+	if (cc->events && !cc->nroutes)
 		process_events(cc);
 	size = round_size(cc, req);
 	pool = size <= CC_SMALL_SIZE ? CC_SMALL : CC_LARGE;
-	b = find_free(cc, d, pool, stream, size, true);
+	cc->cur_gp = cc->nroutes ? route_of(cc, device, stream) : NULL;
+	key = cc->cur_gp ? (void *)cc->cur_gp : stream;
+	b = find_free(cc, d, pool, key, size, true);
 	if (!b)
 		b = grow(cc, d, device, pool, stream, size, req);
+	cc->cur_gp = NULL;
 	if (unlikely(!b))
 		goto out_unlock;
 	use_block(cc, d, b, size, req);
@@ -1171,9 +1356,15 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 		/* Synchronised after a failed record: what was recorded is
 		 * done. */
 		b->state = CC_PENDING;
-		process_events(cc);
+		if (!cc->nroutes)
+			process_events(cc);
 	} else if (likely(pool_reserve(&d->pools[b->seg->pool]) == 0)) {
+		struct cc_graph_pool *gp = b->seg->gp;
+
 		free_block(cc, d, b);
+		/* The last block of a released pool's segment. */
+		if (gp && gp->released)
+			gp_collect(cc, gp);
 	} else {
 		/*
 		 * The host is out of memory: the block stays out of the
@@ -1237,6 +1428,11 @@ static long long cc_trim(void *ctx)
 	long long freed = 0;
 
 	pthread_mutex_lock(&cc->b.lock);
+	/* A capture underway may see no free: nothing goes back now. */
+	if (cc->nroutes) {
+		pthread_mutex_unlock(&cc->b.lock);
+		return 0;
+	}
 	if (cc->events) {
 		for (int i = 0; i < CC_MAX_DEVICES; i++)
 			if (cc->dev[i].ready)

@@ -50,7 +50,21 @@ struct alloy_cuda_sim {
 	struct sim_block *host_blocks;
 	struct sim_block *va_ranges; /* reserved address ranges */
 	struct alloy_cuda_sim_counts counts;
+	/*
+	 * Streams capturing a graph, and whether a call a capture cannot
+	 * contain (a free, a synchronisation, an event query) was made
+	 * while one was: the driver then invalidates the capture.
+	 */
+	int capturing;
+	bool capture_broken;
 };
+
+/* A call that breaks a capture underway; the lock is held. */
+static void capture_breaker(struct alloy_cuda_sim *sim)
+{
+	if (sim->capturing)
+		sim->capture_broken = true;
+}
 
 static struct sim_stream *stream_of(struct alloy_cuda_sim *sim, void *stream)
 {
@@ -130,6 +144,7 @@ static size_t take_block(struct alloy_cuda_sim *sim, struct sim_block **list,
 	size_t size;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	size = unlink_block(list, ptr);
 	if (size) {
 		*in_use -= size;
@@ -305,6 +320,7 @@ static int sim_event_query(void *ctx, void *ev)
 	int done;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	done = !e->stream || e->stream->completed >= e->seq;
 	sim->counts.event_queries++;
 	pthread_mutex_unlock(&sim->lock);
@@ -317,6 +333,7 @@ static int sim_event_synchronize(void *ctx, void *ev)
 	struct sim_event *e = ev;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	/* Waiting for an event means the work before it has finished. */
 	if (e->stream && e->stream->completed < e->seq)
 		e->stream->completed = e->seq;
@@ -331,6 +348,7 @@ static int sim_stream_synchronize(void *ctx, void *stream)
 	struct sim_stream *s;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	s = stream_of(sim, stream);
 	s->completed = s->queued;
 	sim->counts.syncs++;
@@ -343,6 +361,7 @@ static int sim_device_synchronize(void *ctx, int device)
 	struct alloy_cuda_sim *sim = ctx;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	for (struct sim_stream *s = sim->streams; s; s = s->next)
 		s->completed = s->queued;
 	sim->counts.syncs++;
@@ -432,6 +451,7 @@ static int sim_va_release(void *ctx, void *ptr, size_t size)
 	size_t had;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	had = unlink_block(&sim->va_ranges, ptr);
 	pthread_mutex_unlock(&sim->lock);
 	ALLOY_ENFORCE(had == size, -EINVAL,
@@ -481,6 +501,7 @@ static int sim_mem_release(void *ctx, void *handle)
 	struct sim_handle *h = handle;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	sim->counts.dev_bytes_in_use -= h->size;
 	sim->counts.dev_frees++;
 	pthread_mutex_unlock(&sim->lock);
@@ -661,4 +682,35 @@ int alloy_cuda_sim_counts(struct alloy_cuda_sim *sim,
 	*out = sim->counts;
 	pthread_mutex_unlock(&sim->lock);
 	return 0;
+}
+
+int alloy_cuda_sim_capture_begin(struct alloy_cuda_sim *sim, void *stream)
+{
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	if (!sim->capturing++)
+		sim->capture_broken = false;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+int alloy_cuda_sim_capture_end(struct alloy_cuda_sim *sim, void *stream)
+{
+	bool broken;
+
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	if (!sim->capturing) {
+		pthread_mutex_unlock(&sim->lock);
+		return alloy__error(-EINVAL, "alloy_cuda_sim_capture_end",
+				    "no capture is underway");
+	}
+	broken = sim->capture_broken;
+	sim->capturing--;
+	pthread_mutex_unlock(&sim->lock);
+	return broken ? alloy__error(-EIO, "alloy_cuda_sim_capture_end",
+				     "the capture was invalidated: a free, a "
+				     "synchronisation or an event query was "
+				     "made while it was underway")
+		      : 0;
 }

@@ -820,6 +820,119 @@ START_TEST(expandable_stats_equal_the_sums_over_the_snapshot)
 }
 END_TEST
 
+/* ---- graph pools ----------------------------------------------------------
+ */
+
+START_TEST(graph_pool_allocations_are_private_and_capture_safe)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr g1, g2, g3, t1, x, y;
+	struct alloy_cuda_sim_counts c0, c1;
+	void *s1, *s2, *old, *p1, *p3, *px;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s2));
+	/* Cached memory of s1 from before: the capture must not get it. */
+	old = alloy_cuda_current_stream();
+	alloy_cuda_set_stream(s1);
+	px = get(a, 4 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	/* Work on s2 with a block to wait for at its free. */
+	get(a, 100, &y);
+	ck_assert_ok(alloy_cuda_record_stream(&y, s2));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s2, true));
+
+	ck_assert_ok(alloy_cuda_sim_capture_begin(sim, s1));
+	ck_assert_ok(alloy_cuda_caching_begin_pool(a, 0, s1, 7));
+	p1 = get(a, 4 * MiB, &g1);
+	ck_assert_ptr_ne(p1, px);
+	get(a, 1000, &g2);
+	/* Freed during the capture: reused by the capture itself. */
+	alloy_data_ptr_free(&g1);
+	p3 = get(a, 4 * MiB, &g3);
+	ck_assert_ptr_eq(p3, p1);
+	/* The free of a block used on s2 queries nothing now ... */
+	alloy_data_ptr_free(&y);
+	/* ... nor do empty_cache or an allocation elsewhere. */
+	ck_assert_int_eq(alloy_cuda_caching_empty_cache(a), 0);
+	alloy_cuda_set_stream(NULL);
+	get(a, 200, &t1);
+	alloy_cuda_set_stream(s1);
+	ck_assert_ok(alloy_cuda_caching_end_pool(a, 0, s1));
+	ck_assert_ok(alloy_cuda_sim_capture_end(sim, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s2, false));
+
+	/* After the capture, s1's own allocations do not get the pool's
+	 * memory, even once the graph's blocks are freed. */
+	alloy_data_ptr_free(&g3);
+	ck_assert_ptr_ne(get(a, 4 * MiB, &x), p3);
+	alloy_data_ptr_free(&x);
+	/* A second capture sharing pool 7 reuses it: no device call. */
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+	ck_assert_ok(alloy_cuda_sim_capture_begin(sim, s1));
+	ck_assert_ok(alloy_cuda_caching_begin_pool(a, 0, s1, 7));
+	ck_assert_ptr_eq(get(a, 4 * MiB, &g1), p3);
+	ck_assert_ok(alloy_cuda_caching_end_pool(a, 0, s1));
+	ck_assert_ok(alloy_cuda_sim_capture_end(sim, s1));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_mallocs, c0.dev_mallocs);
+
+	/* Released: the unused small segment goes at once, the large one
+	 * when its last block is freed. */
+	ck_assert_ok(alloy_cuda_caching_release_pool(a, 0, 7));
+	alloy_data_ptr_free(&g2);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+	ck_assert_uint_eq(c0.dev_frees, c1.dev_frees + 1);
+	alloy_data_ptr_free(&g1);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_frees, c0.dev_frees + 1);
+	check_against_snapshot(a);
+	alloy_data_ptr_free(&t1);
+	alloy_cuda_set_stream(old);
+	alloy_cuda_caching_empty_cache(a);
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 0);
+}
+END_TEST
+
+START_TEST(a_capture_without_a_pool_is_broken_by_a_free)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x;
+	void *s1;
+
+	/* The simulated driver's rule the pools exist for. */
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	get(a, 4 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_cuda_sim_capture_begin(sim, s1));
+	alloy_cuda_caching_empty_cache(a);
+	ck_assert_int_eq(alloy_cuda_sim_capture_end(sim, s1), -EIO);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "invalidated"));
+}
+END_TEST
+
+START_TEST(graph_pool_bad_requests_are_refused)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(a, 0, s1, 0), -EINVAL);
+	ck_assert_int_eq(alloy_cuda_caching_end_pool(a, 0, s1), -ENOENT);
+	ck_assert_int_eq(alloy_cuda_caching_release_pool(a, 0, 3), -ENOENT);
+	ck_assert_ok(alloy_cuda_caching_begin_pool(a, 0, s1, 3));
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(a, 0, s1, 4), -EBUSY);
+	ck_assert_int_eq(alloy_cuda_caching_release_pool(a, 0, 3), -EBUSY);
+	ck_assert_ok(alloy_cuda_caching_end_pool(a, 0, s1));
+	ck_assert_ok(alloy_cuda_caching_release_pool(a, 0, 3));
+	ck_assert_int_eq(alloy_cuda_caching_release_pool(a, 0, 3), -ENOENT);
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(a, 9, s1, 5), -ENODEV);
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(
+				 alloy_find_allocator("default"), 0, s1, 5),
+			 -EINVAL);
+}
+END_TEST
+
 /* ---- expandable segments ---------------------------------------------- */
 
 static struct alloy_allocator *fresh_expandable(size_t cap)
@@ -1571,6 +1684,9 @@ Suite *suite_cuda_caching(void)
 		tc, expandable_segments_make_no_device_calls_in_steady_state);
 	tcase_add_test(tc, expandable_out_of_memory_says_mapped_and_reserved);
 	tcase_add_test(tc, expandable_option_is_checked);
+	tcase_add_test(tc, graph_pool_allocations_are_private_and_capture_safe);
+	tcase_add_test(tc, a_capture_without_a_pool_is_broken_by_a_free);
+	tcase_add_test(tc, graph_pool_bad_requests_are_refused);
 	tcase_add_test(tc, no_block_is_reused_before_its_streams_are_done);
 	tcase_add_test(tc, each_device_has_its_own_pools_and_stats);
 	tcase_add_test(tc, peaks_reset_to_current);
