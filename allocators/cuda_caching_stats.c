@@ -159,6 +159,7 @@ static int walk_device(struct cc *cc, int device,
 				.state = block_state(b),
 				.segment_start = b == v[i]->head,
 				.expandable = v[i]->expandable,
+				.pool_id = v[i]->gp ? v[i]->gp->id : 0,
 			};
 
 			rc = fn(&info, arg);

@@ -171,7 +171,7 @@ static void write_segment(struct pickle *p, const struct tsnap *s,
 	pickle_str(p, "segment_pool_id");
 	pickle_tuple_open(p);
 	pickle_int(p, 0);
-	pickle_int(p, 0);
+	pickle_uint(p, seg->pool_id);
 	pickle_tuple_close(p);
 	pickle_str(p, "is_expandable");
 	pickle_bool(p, seg->expandable);

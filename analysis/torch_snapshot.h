@@ -34,9 +34,10 @@ struct tsnap_block {
 struct tsnap_segment {
 	int device;
 	uint64_t address, total_size, stream;
-	bool small;	 /* the small pool's */
-	bool expandable; /* a mapped range that grows and shrinks */
-	size_t first, n; /* its blocks in tsnap.blk, in address order */
+	bool small;	  /* the small pool's */
+	bool expandable;  /* a mapped range that grows and shrinks */
+	uint64_t pool_id; /* its graph pool, 0: none */
+	size_t first, n;  /* its blocks in tsnap.blk, in address order */
 };
 
 struct tsnap {

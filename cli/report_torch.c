@@ -94,6 +94,7 @@ static int walk_block(const struct alloy_cuda_block_info *b, void *arg)
 			.stream = (uint64_t)(uintptr_t)b->stream,
 			.small = b->pool == ALLOY_CUDA_POOL_SMALL,
 			.expandable = b->expandable,
+			.pool_id = b->pool_id,
 		};
 
 		w->rc = tsnap_add_segment(w->s, &seg);

@@ -101,7 +101,8 @@ static PyObject *segment_dict(const struct alloy_cuda_block_info *v, size_t n)
 		PyUnicode_FromString(v->pool == ALLOY_CUDA_POOL_SMALL
 					     ? "small"
 					     : "large")) ||
-	    put(d, "segment_pool_id", Py_BuildValue("(ii)", 0, 0)) ||
+	    put(d, "segment_pool_id",
+		Py_BuildValue("(iK)", 0, (unsigned long long)v->pool_id)) ||
 	    put(d, "is_expandable", PyBool_FromLong(v->expandable)) ||
 	    put(d, "frames", PyList_New(0)))
 		goto fail;

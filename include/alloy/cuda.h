@@ -211,6 +211,7 @@ struct alloy_cuda_block_info {
 	int state;	       /* enum alloy_cuda_block_state */
 	bool segment_start;    /* first block of its segment */
 	bool expandable;       /* its segment is an expandable one */
+	uint64_t pool_id;      /* its segment's graph pool, 0: none */
 };
 
 /*

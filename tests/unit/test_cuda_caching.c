@@ -823,6 +823,12 @@ END_TEST
 /* ---- graph pools ----------------------------------------------------------
  */
 
+static int count_pool7(const struct alloy_cuda_block_info *b, void *arg)
+{
+	*(int *)arg += b->segment_start && b->pool_id == 7;
+	return 0;
+}
+
 START_TEST(graph_pool_allocations_are_private_and_capture_safe)
 {
 	struct alloy_allocator *a = fresh(1ull << 30);
@@ -877,6 +883,14 @@ START_TEST(graph_pool_allocations_are_private_and_capture_safe)
 	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
 	ck_assert_uint_eq(c1.dev_mallocs, c0.dev_mallocs);
 
+	/* The walk (and so the snapshot) names the pool of its segments. */
+	{
+		int n7 = 0;
+
+		ck_assert_ok(
+			alloy_cuda_caching_foreach_block(a, count_pool7, &n7));
+		ck_assert_int_eq(n7, 2);
+	}
 	/* Released: the unused small segment goes at once, the large one
 	 * when its last block is freed. */
 	ck_assert_ok(alloy_cuda_caching_release_pool(a, 0, 7));
