@@ -253,6 +253,28 @@ static struct cc_device *device_get(struct cc *cc, int device)
 
 /* ---- segments ----------------------------------------------------------- */
 
+/* A new segment record for device memory at ptr: set up, on d's list. */
+static void segment_link(struct cc_device *d, struct cc_segment *seg,
+			 uintptr_t ptr, void *stream, int pool, int device)
+{
+	seg->ptr = ptr;
+	seg->stream = stream;
+	seg->pool = pool;
+	seg->device = device;
+	seg->next = d->segments;
+	d->segments = seg;
+}
+
+static void segment_unlink(struct cc_device *d, struct cc_segment *seg)
+{
+	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
+		if (*pp == seg) {
+			*pp = seg->next;
+			break;
+		}
+	}
+}
+
 static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 				      int device, int pool, bool huge,
 				      void *stream, size_t size, int *rc)
@@ -290,16 +312,11 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 		return NULL;
 	}
 	d->st.num_device_alloc++;
-	seg->ptr = (uintptr_t)p;
+	segment_link(d, seg, (uintptr_t)p, stream, pool, device);
 	seg->size = size;
-	seg->stream = stream;
 	seg->gp = cc->cur_gp;
-	seg->pool = pool;
 	seg->huge = huge;
-	seg->device = device;
 	seg->head = b;
-	seg->next = d->segments;
-	d->segments = seg;
 	b->seg = seg;
 	b->ptr = seg->ptr;
 	b->size = size;
@@ -327,12 +344,7 @@ static size_t release_segment(struct cc *cc, struct cc_device *d,
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)size);
 	if (seg->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_segments, -1);
-	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
-		if (*pp == seg) {
-			*pp = seg->next;
-			break;
-		}
-	}
+	segment_unlink(d, seg);
 	free(seg);
 	put_block(cc, b);
 	return size;
@@ -415,12 +427,7 @@ static void exp_release(struct cc *cc, struct cc_device *d,
 				  seg->va_size);
 	d->st.expandable_address_bytes -= seg->va_size;
 	alloy__cc_stat_add(d->st.segment, cc_stat_pool(seg->pool), -1);
-	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
-		if (*pp == seg) {
-			*pp = seg->next;
-			break;
-		}
-	}
+	segment_unlink(d, seg);
 	free(seg->handles);
 	free(seg);
 }
@@ -493,14 +500,9 @@ static struct cc_segment *exp_segment(struct cc *cc, struct cc_device *d,
 		free(seg);
 		return NULL;
 	}
-	seg->ptr = (uintptr_t)va;
-	seg->stream = stream;
-	seg->pool = pool;
-	seg->device = device;
+	segment_link(d, seg, (uintptr_t)va, stream, pool, device);
 	seg->expandable = true;
 	seg->chunk = chunk;
-	seg->next = d->segments;
-	d->segments = seg;
 	d->st.expandable_address_bytes += seg->va_size;
 	alloy__cc_stat_add(d->st.segment, cc_stat_pool(pool), 1);
 	return seg;
