@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "allocators/cuda_caching.h"
 
@@ -41,7 +42,7 @@ static void *cc_alloc(void *ctx, size_t size, size_t align, unsigned flags);
 static int key_cmp(const struct cc_block *b, uintptr_t stream, size_t size,
 		   uintptr_t ptr)
 {
-	uintptr_t bs = (uintptr_t)b->seg->stream;
+	uintptr_t bs = cc_seg_key(b->seg);
 
 	if (bs != stream)
 		return bs < stream ? -1 : 1;
@@ -88,7 +89,7 @@ static int pool_reserve(struct cc_pool *p)
 /* The caller has made room with pool_reserve since the last insert. */
 static void pool_insert(struct cc_pool *p, struct cc_block *b)
 {
-	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
+	size_t i = lower_bound(p, cc_seg_key(b->seg), b->size, b->ptr);
 
 	memmove(&p->v[i + 1], &p->v[i], (p->n - i) * sizeof(*p->v));
 	p->v[i] = b;
@@ -103,7 +104,7 @@ static void pool_remove_at(struct cc_pool *p, size_t i)
 
 static void pool_remove(struct cc_pool *p, struct cc_block *b)
 {
-	size_t i = lower_bound(p, (uintptr_t)b->seg->stream, b->size, b->ptr);
+	size_t i = lower_bound(p, cc_seg_key(b->seg), b->size, b->ptr);
 
 	/* Internal invariant: a free block is in its pool. */
 	assert(i < p->n && p->v[i] == b);
@@ -187,7 +188,8 @@ static bool should_split(const struct cc *cc, const struct cc_block *b,
 {
 	size_t rest = b->size - size;
 
-	if (b->seg->pool == CC_SMALL)
+	/* An expandable segment grows instead: split what it holds finely. */
+	if (b->seg->pool == CC_SMALL || cc->expandable)
 		return rest >= CC_MIN_BLOCK;
 	return size < cc->max_split_size && rest > CC_SMALL_SIZE;
 }
@@ -251,6 +253,28 @@ static struct cc_device *device_get(struct cc *cc, int device)
 
 /* ---- segments ----------------------------------------------------------- */
 
+/* A new segment record for device memory at ptr: set up, on d's list. */
+static void segment_link(struct cc_device *d, struct cc_segment *seg,
+			 uintptr_t ptr, void *stream, int pool, int device)
+{
+	seg->ptr = ptr;
+	seg->stream = stream;
+	seg->pool = pool;
+	seg->device = device;
+	seg->next = d->segments;
+	d->segments = seg;
+}
+
+static void segment_unlink(struct cc_device *d, struct cc_segment *seg)
+{
+	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
+		if (*pp == seg) {
+			*pp = seg->next;
+			break;
+		}
+	}
+}
+
 static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 				      int device, int pool, bool huge,
 				      void *stream, size_t size, int *rc)
@@ -288,15 +312,11 @@ static struct cc_block *alloc_segment(struct cc *cc, struct cc_device *d,
 		return NULL;
 	}
 	d->st.num_device_alloc++;
-	seg->ptr = (uintptr_t)p;
+	segment_link(d, seg, (uintptr_t)p, stream, pool, device);
 	seg->size = size;
-	seg->stream = stream;
-	seg->pool = pool;
+	seg->gp = cc->cur_gp;
 	seg->huge = huge;
-	seg->device = device;
 	seg->head = b;
-	seg->next = d->segments;
-	d->segments = seg;
 	b->seg = seg;
 	b->ptr = seg->ptr;
 	b->size = size;
@@ -324,20 +344,284 @@ static size_t release_segment(struct cc *cc, struct cc_device *d,
 	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)size);
 	if (seg->oversize)
 		alloy__cc_stat_add1(&d->st.oversize_segments, -1);
-	for (struct cc_segment **pp = &d->segments; *pp; pp = &(*pp)->next) {
-		if (*pp == seg) {
-			*pp = seg->next;
-			break;
-		}
-	}
+	segment_unlink(d, seg);
 	free(seg);
 	put_block(cc, b);
 	return size;
 }
 
+/* Unused, and not kept for a graph pool that may still replay. */
 static bool segment_unused(const struct cc_segment *seg)
 {
-	return seg->head->state == CC_FREE && !seg->head->next;
+	return !seg->expandable && (!seg->gp || seg->gp->released) &&
+	       seg->head->state == CC_FREE && !seg->head->next;
+}
+
+/* ---- expandable segments ------------------------------------------------ */
+
+/*
+ * With expandable_segments, a pool of a stream has one segment: a range
+ * of addresses reserved once (a little more than the device holds, so
+ * it never fills), with memory mapped into its bottom in pieces as it
+ * grows (2 MiB for the small pool, 20 MiB for the large) and unmapped
+ * from its top when what lies there is free and the cache is trimmed.
+ * Blocks of varying sizes then share one growing range instead of
+ * leaving holes between fixed segments.  The blocks tile the mapped part
+ * only, so everything that walks a segment's blocks works unchanged.
+ */
+
+static size_t exp_chunk(int pool)
+{
+	return pool == CC_SMALL ? CC_SMALL_BUFFER : CC_LARGE_BUFFER;
+}
+
+static size_t round_up(size_t n, size_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+static struct cc_block *last_block(const struct cc_segment *seg)
+{
+	struct cc_block *b = seg->head;
+
+	while (b && b->next)
+		b = b->next;
+	return b;
+}
+
+/* Count b in or out of the inactive split statistics (sign 1 or -1). */
+static void count_split(struct cc_device *d, const struct cc_block *b, int sign)
+{
+	int sp = cc_stat_pool(b->seg->pool);
+
+	if (!cc_inactive_split(b))
+		return;
+	alloy__cc_stat_add(d->st.inactive_split, sp, sign);
+	alloy__cc_stat_add(d->st.inactive_split_bytes, sp,
+			   sign * (int64_t)b->size);
+}
+
+/* Unmap and release the pieces [from, to) of seg. */
+static void exp_unmap(struct cc *cc, struct cc_device *d,
+		      struct cc_segment *seg, size_t from, size_t to)
+{
+	const struct alloy__devsrc_ops *o = cc->b.src.ops;
+
+	if (from == to)
+		return;
+	o->mem_unmap(cc->b.src.ctx, (void *)(seg->ptr + from * seg->chunk),
+		     (to - from) * seg->chunk);
+	for (size_t i = from; i < to; i++) {
+		o->mem_release(cc->b.src.ctx, seg->handles[i]);
+		seg->handles[i] = NULL;
+		d->st.num_device_free++;
+	}
+	d->st.num_unmaps++;
+}
+
+/* Give seg's addresses back (nothing is mapped in it any more). */
+static void exp_release(struct cc *cc, struct cc_device *d,
+			struct cc_segment *seg)
+{
+	cc->b.src.ops->va_release(cc->b.src.ctx, (void *)seg->ptr,
+				  seg->va_size);
+	d->st.expandable_address_bytes -= seg->va_size;
+	alloy__cc_stat_add(d->st.segment, cc_stat_pool(seg->pool), -1);
+	segment_unlink(d, seg);
+	free(seg->handles);
+	free(seg);
+}
+
+/*
+ * Unmap the whole pieces of the free block at seg's top; the bytes
+ * unmapped.  The segment goes when nothing is left mapped.
+ */
+static size_t exp_trim(struct cc *cc, struct cc_device *d,
+		       struct cc_segment *seg)
+{
+	struct cc_block *b = last_block(seg);
+	size_t start, top = seg->size / seg->chunk, from, bytes;
+	int sp = cc_stat_pool(seg->pool);
+
+	if (!b || b->state != CC_FREE)
+		return 0;
+	start = b->ptr - seg->ptr;
+	from = round_up(start, seg->chunk) / seg->chunk;
+	if (from >= top)
+		return 0;
+	bytes = (top - from) * seg->chunk;
+	count_split(d, b, -1);
+	pool_remove(&d->pools[seg->pool], b);
+	exp_unmap(cc, d, seg, from, top);
+	seg->size -= bytes;
+	alloy__cc_stat_add(d->st.reserved_bytes, sp, -(int64_t)bytes);
+	if (b->size == bytes) {
+		if (b->prev)
+			b->prev->next = NULL;
+		else
+			seg->head = NULL;
+		put_block(cc, b);
+	} else {
+		/* Room: the block was just taken out of this pool. */
+		b->size -= bytes;
+		pool_insert(&d->pools[seg->pool], b);
+		count_split(d, b, 1);
+	}
+	if (!seg->size)
+		exp_release(cc, d, seg);
+	return bytes;
+}
+
+/* The expandable segment of (stream, pool), made when there is none. */
+static struct cc_segment *exp_segment(struct cc *cc, struct cc_device *d,
+				      int device, int pool, void *stream,
+				      int *rc)
+{
+	struct cc_segment *seg;
+	size_t chunk = exp_chunk(pool);
+	void *va;
+
+	for (seg = d->segments; seg; seg = seg->next)
+		if (seg->expandable && seg->pool == pool &&
+		    seg->stream == stream && !seg->gp)
+			return seg;
+	seg = calloc(1, sizeof(*seg));
+	if (!seg) {
+		*rc = alloy__error(-ENOMEM, cc->b.name,
+				   "no host memory for a segment record");
+		return NULL;
+	}
+	/* A little more than the device: pieces unmapped below the top
+	 * never make it run out of addresses (PyTorch reserves as much). */
+	seg->va_size = round_up(d->total + d->total / 8, chunk);
+	*rc = cc->b.src.ops->va_reserve(cc->b.src.ctx, device, seg->va_size,
+					&va);
+	if (*rc) {
+		free(seg);
+		return NULL;
+	}
+	segment_link(d, seg, (uintptr_t)va, stream, pool, device);
+	seg->expandable = true;
+	seg->chunk = chunk;
+	d->st.expandable_address_bytes += seg->va_size;
+	alloy__cc_stat_add(d->st.segment, cc_stat_pool(pool), 1);
+	return seg;
+}
+
+/* Map bytes (whole pieces) at seg's top; 0 or a negative errno. */
+static int exp_map(struct cc *cc, struct cc_device *d, struct cc_segment *seg,
+		   size_t bytes)
+{
+	const struct alloy__devsrc_ops *o = cc->b.src.ops;
+	int64_t reserved = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
+	size_t from = seg->size / seg->chunk, n = bytes / seg->chunk, i;
+	void *at = (void *)(seg->ptr + seg->size);
+	int rc = 0;
+
+	if ((size_t)reserved + bytes > d->limit) {
+		char a[32], l[32];
+
+		return alloy__error(
+			-ENOMEM, cc->b.name,
+			"mapping %s more would pass the memory_fraction limit of %s",
+			fmt_bytes(a, sizeof(a), bytes),
+			fmt_bytes(l, sizeof(l), d->limit));
+	}
+	if (seg->size + bytes > seg->va_size)
+		return alloy__error(
+			-ENOMEM, cc->b.name,
+			"the expandable segment's addresses are all mapped");
+	if (from + n > seg->handles_cap) {
+		size_t cap = seg->handles_cap ? seg->handles_cap : 16;
+		void **v;
+
+		while (cap < from + n)
+			cap *= 2;
+		v = realloc(seg->handles, cap * sizeof(*v));
+		if (!v)
+			return alloy__error(-ENOMEM, cc->b.name,
+					    "no host memory for handles");
+		seg->handles = v;
+		seg->handles_cap = cap;
+	}
+	/* i ends as the number of pieces mapped. */
+	for (i = 0; i < n; i++) {
+		rc = o->mem_create(cc->b.src.ctx, seg->device, seg->chunk,
+				   &seg->handles[from + i]);
+		if (rc)
+			break;
+		d->st.num_device_alloc++;
+		rc = o->mem_map(cc->b.src.ctx, (char *)at + i * seg->chunk,
+				seg->chunk, seg->handles[from + i]);
+		if (rc) {
+			o->mem_release(cc->b.src.ctx, seg->handles[from + i]);
+			d->st.num_device_free++;
+			break;
+		}
+	}
+	if (!rc)
+		rc = o->mem_set_access(cc->b.src.ctx, seg->device, at, bytes);
+	if (rc) {
+		/* All or nothing: give back what this call mapped. */
+		exp_unmap(cc, d, seg, from, from + i);
+		return rc;
+	}
+	d->st.num_maps++;
+	seg->size += bytes;
+	alloy__cc_stat_add(d->st.reserved_bytes, cc_stat_pool(seg->pool),
+			   (int64_t)bytes);
+	return 0;
+}
+
+/*
+ * Room for size bytes at the top of the expandable segment of (stream,
+ * pool): the free block there grown by the pieces it lacks, or a new
+ * block above a used one.  The block is out of its pool, for use_block.
+ */
+static struct cc_block *exp_grow(struct cc *cc, struct cc_device *d, int device,
+				 int pool, void *stream, size_t size, int *rc)
+{
+	struct cc_segment *seg = exp_segment(cc, d, device, pool, stream, rc);
+	struct cc_block *last, *b;
+	size_t have, need;
+
+	if (!seg)
+		return NULL;
+	last = last_block(seg);
+	have = last && last->state == CC_FREE ? last->size : 0;
+	need = round_up(size - have, seg->chunk);
+	b = have ? NULL : get_block(cc);
+	if (!have && !b) {
+		*rc = alloy__error(-ENOMEM, cc->b.name,
+				   "no host memory for a block record");
+		return NULL;
+	}
+	*rc = exp_map(cc, d, seg, need);
+	if (*rc) {
+		if (b)
+			put_block(cc, b);
+		if (!seg->size)
+			exp_release(cc, d, seg);
+		return NULL;
+	}
+	if (have) {
+		count_split(d, last, -1);
+		pool_remove(&d->pools[pool], last);
+		last->size += need;
+		count_split(d, last, 1);
+		return last;
+	}
+	b->seg = seg;
+	b->ptr = seg->ptr + seg->size - need;
+	b->size = need;
+	b->state = CC_FREE;
+	b->prev = last;
+	if (last)
+		last->next = b;
+	else
+		seg->head = b;
+	count_split(d, b, 1);
+	return b;
 }
 
 /* Release every cached segment nothing uses; the bytes released. */
@@ -348,7 +632,9 @@ static size_t release_cached(struct cc *cc, struct cc_device *d)
 
 	for (; seg; seg = next) {
 		next = seg->next;
-		if (segment_unused(seg))
+		if (seg->expandable)
+			freed += exp_trim(cc, d, seg);
+		else if (segment_unused(seg))
 			freed += release_segment(cc, d, seg);
 	}
 	return freed;
@@ -513,7 +799,7 @@ static void garbage_collect(struct cc *cc, struct cc_device *d)
 	for (struct cc_segment *s = d->segments; s; s = s->next)
 		n += segment_unused(s);
 	v = n ? malloc(n * sizeof(*v)) : NULL;
-	if (!v)
+	if (n && !v)
 		return;
 	n = 0;
 	for (struct cc_segment *s = d->segments; s; s = s->next)
@@ -527,6 +813,15 @@ static void garbage_collect(struct cc *cc, struct cc_device *d)
 		release_segment(cc, d, v[i]);
 	}
 	free(v);
+	/* Then the free tops of expandable segments. */
+	for (struct cc_segment *s = d->segments, *next; s; s = next) {
+		next = s->next;
+		if ((double)d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current <=
+		    target)
+			break;
+		if (s->expandable)
+			exp_trim(cc, d, s);
+	}
 }
 
 static size_t largest_free(const struct cc_device *d)
@@ -574,15 +869,39 @@ static const char *fraction_reason(const struct cc *cc,
 static void oom_message(struct cc *cc, struct cc_device *d, int device,
 			size_t req, size_t seg_size)
 {
-	char b[7][32], cap[200];
+	char b[8][32], cap[200];
 	size_t fr = 0, total = 0;
 	int64_t alloc = d->st.allocated_bytes[ALLOY_CUDA_POOL_ALL].current;
 	int64_t resv = d->st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current;
 
 	cc->b.src.ops->mem_info(cc->b.src.ctx, device, &fr, &total);
+	if (cc->expandable) {
+		/*
+		 * Memory is mapped into reserved addresses: say both, as the
+		 * mapped bytes are what the device gave and the addresses
+		 * cost nothing.
+		 */
+		alloy__error(
+			-ENOMEM, cc->b.name,
+			"out of memory: tried to allocate %s on device %d%s; "
+			"device total %s, free %s; allocated %s, mapped but unallocated %s; "
+			"expandable segments: %s mapped in %s of reserved addresses; "
+			"largest free block %s",
+			fmt_bytes(b[0], sizeof(b[0]), req), device,
+			fraction_reason(cc, d, seg_size, cap, sizeof(cap)),
+			fmt_bytes(b[2], sizeof(b[2]), total),
+			fmt_bytes(b[3], sizeof(b[3]), fr),
+			fmt_bytes(b[4], sizeof(b[4]), (size_t)alloc),
+			fmt_bytes(b[5], sizeof(b[5]), (size_t)(resv - alloc)),
+			fmt_bytes(b[1], sizeof(b[1]), (size_t)resv),
+			fmt_bytes(b[7], sizeof(b[7]),
+				  (size_t)d->st.expandable_address_bytes),
+			fmt_bytes(b[6], sizeof(b[6]), largest_free(d)));
+		return;
+	}
 	alloy__error(
 		-ENOMEM, cc->b.name,
-		"out of memory: tried to allocate %s (segment %s) on device %d%s; "
+		"out of memory: tried to allocate %s (segment %s)on device %d%s; "
 		"device total %s, free %s; allocated %s, reserved but unallocated %s; "
 		"largest free block %s%s",
 		fmt_bytes(b[0], sizeof(b[0]), req),
@@ -602,6 +921,24 @@ static void oom_message(struct cc *cc, struct cc_device *d, int device,
 static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
 				  void *stream, size_t size, bool strict);
 
+/* A new segment of seg_size, or an expandable segment grown for size. */
+static struct cc_block *new_room(struct cc *cc, struct cc_device *d, int device,
+				 int pool, bool huge, void *stream, size_t size,
+				 size_t seg_size, int *rc)
+{
+	struct cc_block *b;
+
+	/* Graph pools keep fixed segments of their own. */
+	if (cc->expandable && !cc->cur_gp) {
+		b = exp_grow(cc, d, device, pool, stream, size, rc);
+		/* A driver without virtual memory: fixed segments, as before.
+		 */
+		if (b || *rc != -ENOTSUP)
+			return b;
+	}
+	return alloc_segment(cc, d, device, pool, huge, stream, seg_size, rc);
+}
+
 /* A new segment for size bytes, trying harder each time the device says no. */
 static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 			     int pool, void *stream, size_t size, size_t req)
@@ -611,28 +948,33 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 	struct cc_block *b;
 	int rc;
 
-	if (cc->gc_threshold > 0)
+	/* A capture underway may see no free and no synchronisation. */
+	if (cc->gc_threshold > 0 && !cc->nroutes)
 		garbage_collect(cc, d);
-	b = alloc_segment(cc, d, device, pool, huge, stream, seg_size, &rc);
+	b = new_room(cc, d, device, pool, huge, stream, size, seg_size, &rc);
 	if (b || rc != -ENOMEM)
 		return b;
+	if (cc->nroutes)
+		goto last_resort;
 	/* Cached segments first: cheap, no waiting. */
 	d->st.num_alloc_retries++;
 	if (release_cached(cc, d))
-		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size,
-				  &rc);
+		b = new_room(cc, d, device, pool, huge, stream, size, seg_size,
+			     &rc);
 	if (b || rc != -ENOMEM)
 		return b;
 	/* Then wait for blocks held by other streams' work, and again. */
 	d->st.num_sync_all_streams++;
 	synchronize_events(cc);
 	if (release_cached(cc, d))
-		b = alloc_segment(cc, d, device, pool, huge, stream, seg_size,
-				  &rc);
+		b = new_room(cc, d, device, pool, huge, stream, size, seg_size,
+			     &rc);
 	if (b || rc != -ENOMEM)
 		return b;
+last_resort:
 	/* Last, free room in the other class of segments (see find_free). */
-	b = find_free(cc, d, pool, stream, size, false);
+	b = find_free(cc, d, pool, cc->cur_gp ? (void *)cc->cur_gp : stream,
+		      size, false);
 	if (b)
 		return b;
 	d->st.num_ooms++;
@@ -657,19 +999,25 @@ static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
 	 * blocks out of a big request's segment, the big request needs a new
 	 * one, and the cache only settles one step later (and holds more).
 	 */
-	if (strict)
-		while (i < p->n && p->v[i]->seg->stream == stream &&
+	if (strict && !cc->expandable)
+		while (i < p->n &&
+		       cc_seg_key(p->v[i]->seg) == (uintptr_t)stream &&
 		       p->v[i]->seg->huge != (size >= CC_MIN_LARGE_ALLOC))
 			i++;
 	if (i == p->n)
 		return NULL;
 	b = p->v[i];
-	if (b->seg->stream != stream)
+	if (cc_seg_key(b->seg) != (uintptr_t)stream)
 		return NULL;
-	/* Oversize blocks serve only requests of about their own size. */
-	if (size < cc->max_split_size && b->size >= cc->max_split_size)
+	/*
+	 * Oversize blocks serve only requests of about their own size (not
+	 * in expandable segments, which split every block).
+	 */
+	if (!cc->expandable && size < cc->max_split_size &&
+	    b->size >= cc->max_split_size)
 		return NULL;
-	if (size >= cc->max_split_size && b->size >= size + CC_LARGE_BUFFER)
+	if (!cc->expandable && size >= cc->max_split_size &&
+	    b->size >= size + CC_LARGE_BUFFER)
 		return NULL;
 	pool_remove_at(p, i);
 	return b;
@@ -737,6 +1085,177 @@ static void unuse_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 	b->requested = 0;
 }
 
+/* ---- graph pools ------------------------------------------------------- */
+
+/* The graph pool stream allocates into on device, or NULL. */
+static struct cc_graph_pool *route_of(struct cc *cc, int device, void *stream)
+{
+	for (int i = 0; i < cc->nroutes; i++)
+		if (cc->routes[i].device == device &&
+		    cc->routes[i].stream == stream)
+			return cc->routes[i].gp;
+	return NULL;
+}
+
+/*
+ * Give a released pool's unused segments back, and forget the pool once
+ * none is left.  Never while a capture is underway (that would free).
+ */
+static void gp_collect(struct cc *cc, struct cc_graph_pool *gp)
+{
+	struct cc_device *d = &cc->dev[gp->device];
+	struct cc_segment *seg, *next;
+	bool left = false;
+
+	if (!gp->released || gp->routes || cc->nroutes)
+		return;
+	for (seg = d->segments; seg; seg = next) {
+		next = seg->next;
+		if (seg->gp != gp)
+			continue;
+		if (segment_unused(seg))
+			release_segment(cc, d, seg);
+		else
+			left = true;
+	}
+	if (left)
+		return;
+	for (struct cc_graph_pool **pp = &cc->graph_pools; *pp;
+	     pp = &(*pp)->next) {
+		if (*pp == gp) {
+			*pp = gp->next;
+			break;
+		}
+	}
+	free(gp);
+}
+
+int alloy_cuda_caching_begin_pool(struct alloy_allocator *a, int device,
+				  void *stream, uint64_t pool_id)
+{
+	struct cc *cc = alloy__cc_of(a);
+	struct cc_graph_pool *gp;
+	int rc = 0;
+
+	if (!cc)
+		return -EINVAL;
+	if (!pool_id)
+		return alloy__error(-EINVAL, cc->b.name,
+				    "begin_pool: pool id 0 is not a pool");
+	pthread_mutex_lock(&cc->b.lock);
+	if (!device_get(cc, device)) {
+		rc = alloy_last_error_code();
+		goto out;
+	}
+	if (route_of(cc, device, stream)) {
+		rc = alloy__error(
+			-EBUSY, cc->b.name,
+			"begin_pool: stream %p of device %d already allocates into a pool",
+			stream, device);
+		goto out;
+	}
+	if (cc->nroutes == (int)(sizeof(cc->routes) / sizeof(cc->routes[0]))) {
+		rc = alloy__error(
+			-ENOSPC, cc->b.name,
+			"begin_pool: %d captures are underway already",
+			cc->nroutes);
+		goto out;
+	}
+	for (gp = cc->graph_pools; gp; gp = gp->next)
+		if (gp->id == pool_id && gp->device == device)
+			break;
+	if (gp && gp->released) {
+		rc = alloy__error(-EINVAL, cc->b.name,
+				  "begin_pool: pool %llu was released",
+				  (unsigned long long)pool_id);
+		goto out;
+	}
+	if (!gp) {
+		gp = calloc(1, sizeof(*gp));
+		if (!gp) {
+			rc = alloy__error(-ENOMEM, cc->b.name,
+					  "no host memory for a graph pool");
+			goto out;
+		}
+		gp->id = pool_id;
+		gp->device = device;
+		gp->next = cc->graph_pools;
+		cc->graph_pools = gp;
+	}
+	gp->routes++;
+	cc->routes[cc->nroutes++] = (struct cc_route){ .device = device,
+						       .stream = stream,
+						       .gp = gp };
+out:
+	pthread_mutex_unlock(&cc->b.lock);
+	return rc;
+}
+
+int alloy_cuda_caching_end_pool(struct alloy_allocator *a, int device,
+				void *stream)
+{
+	struct cc *cc = alloy__cc_of(a);
+	int rc = -ENOENT;
+
+	if (!cc)
+		return -EINVAL;
+	pthread_mutex_lock(&cc->b.lock);
+	for (int i = 0; i < cc->nroutes; i++) {
+		struct cc_route *r = &cc->routes[i];
+
+		if (r->device != device || r->stream != stream)
+			continue;
+		r->gp->routes--;
+		*r = cc->routes[--cc->nroutes];
+		rc = 0;
+		break;
+	}
+	if (rc)
+		alloy__error(
+			rc, cc->b.name,
+			"end_pool: stream %p of device %d allocates into no pool",
+			stream, device);
+	else if (!cc->nroutes)
+		/* Captures over: released pools may go now. */
+		for (struct cc_graph_pool *gp = cc->graph_pools, *n; gp;
+		     gp = n) {
+			n = gp->next;
+			gp_collect(cc, gp);
+		}
+	pthread_mutex_unlock(&cc->b.lock);
+	return rc;
+}
+
+int alloy_cuda_caching_release_pool(struct alloy_allocator *a, int device,
+				    uint64_t pool_id)
+{
+	struct cc *cc = alloy__cc_of(a);
+	struct cc_graph_pool *gp;
+	int rc = 0;
+
+	if (!cc)
+		return -EINVAL;
+	pthread_mutex_lock(&cc->b.lock);
+	for (gp = cc->graph_pools; gp; gp = gp->next)
+		if (gp->id == pool_id && gp->device == device)
+			break;
+	if (!gp || gp->released)
+		rc = alloy__error(-ENOENT, cc->b.name,
+				  "release_pool: no pool %llu on device %d",
+				  (unsigned long long)pool_id, device);
+	else if (gp->routes)
+		rc = alloy__error(
+			-EBUSY, cc->b.name,
+			"release_pool: pool %llu is being captured into",
+			(unsigned long long)pool_id);
+	else {
+		gp->released = true;
+		gp_collect(cc, gp);
+	}
+	pthread_mutex_unlock(&cc->b.lock);
+	return rc;
+}
+
 /* A block of req bytes on device, ordered on stream (a stream of it). */
 static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 		      unsigned flags, void *stream)
@@ -745,6 +1264,7 @@ static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 	struct cc_device *d;
 	struct cc_block *b = NULL;
 	size_t size;
+	void *key;
 	int pool;
 
 	if (unlikely(align > CC_MIN_BLOCK)) {
@@ -763,13 +1283,17 @@ static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 	d = device_get(cc, device);
 	if (unlikely(!d))
 		goto out_unlock;
-	if (cc->events)
+	/* Events are queried once no capture is underway. */
+	if (cc->events && !cc->nroutes)
 		process_events(cc);
 	size = round_size(cc, req);
 	pool = size <= CC_SMALL_SIZE ? CC_SMALL : CC_LARGE;
-	b = find_free(cc, d, pool, stream, size, true);
+	cc->cur_gp = cc->nroutes ? route_of(cc, device, stream) : NULL;
+	key = cc->cur_gp ? (void *)cc->cur_gp : stream;
+	b = find_free(cc, d, pool, key, size, true);
 	if (!b)
 		b = grow(cc, d, device, pool, stream, size, req);
+	cc->cur_gp = NULL;
 	if (unlikely(!b))
 		goto out_unlock;
 	use_block(cc, d, b, size, req);
@@ -834,9 +1358,15 @@ static void free_ptr(struct cc *cc, void *ptr, bool has_stream, void *used_on)
 		/* Synchronised after a failed record: what was recorded is
 		 * done. */
 		b->state = CC_PENDING;
-		process_events(cc);
+		if (!cc->nroutes)
+			process_events(cc);
 	} else if (likely(pool_reserve(&d->pools[b->seg->pool]) == 0)) {
+		struct cc_graph_pool *gp = b->seg->gp;
+
 		free_block(cc, d, b);
+		/* The last block of a released pool's segment. */
+		if (gp && gp->released)
+			gp_collect(cc, gp);
 	} else {
 		/*
 		 * The host is out of memory: the block stays out of the
@@ -900,6 +1430,11 @@ static long long cc_trim(void *ctx)
 	long long freed = 0;
 
 	pthread_mutex_lock(&cc->b.lock);
+	/* A capture underway may see no free: nothing goes back now. */
+	if (cc->nroutes) {
+		pthread_mutex_unlock(&cc->b.lock);
+		return 0;
+	}
 	if (cc->events) {
 		for (int i = 0; i < CC_MAX_DEVICES; i++)
 			if (cc->dev[i].ready)
@@ -981,6 +1516,23 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 	} else if (!strcmp(key, "memory_fraction")) {
 		rc = parse_fraction(cc->b.name, key, value, true,
 				    &cc->fraction);
+	} else if (!strcmp(key, "expandable_segments")) {
+		if (strcmp(value, "0") && strcmp(value, "1") &&
+		    strcmp(value, "true") && strcmp(value, "false") &&
+		    strcmp(value, "True") && strcmp(value, "False"))
+			rc = alloy__error(
+				-ERANGE, cc->b.name,
+				"expandable_segments \"%s\" must be 0 or 1",
+				value);
+		else if (!cc->b.src.ops->va_reserve &&
+			 (!strcmp(value, "1") || !strcasecmp(value, "true")))
+			rc = alloy__error(
+				-ENOTSUP, cc->b.name,
+				"expandable_segments: the %s device source has no virtual-memory calls",
+				cc->b.src.ops->name);
+		else
+			cc->expandable = !strcmp(value, "1") ||
+					 !strcasecmp(value, "true");
 	} else if (!strcmp(key, "capacity") && cc->sim) {
 		rc = alloy_parse_size(value, &n);
 		if (rc || n >= SIZE_MAX)
@@ -993,7 +1545,7 @@ static int cc_set_option(void *ctx, const char *key, const char *value)
 		rc = alloy__error(
 			-EINVAL, cc->b.name,
 			"unknown option \"%s\" (max_split_size, roundup_power2_divisions, "
-			"garbage_collection_threshold, memory_fraction%s)",
+			"garbage_collection_threshold, memory_fraction, expandable_segments%s)",
 			key, cc->sim ? ", capacity" : "");
 	}
 	if (!rc)

@@ -27,6 +27,25 @@ enum cc_pool_id { CC_SMALL = 0, CC_LARGE = 1 };
 
 struct cc_segment;
 
+/*
+ * A private pool of graph captures: segments made while a stream
+ * allocates into it serve only allocations routed to it, and go back to
+ * the device only once it is released and they are unused.
+ */
+struct cc_graph_pool {
+	uint64_t id;
+	int device;
+	int routes;    /* streams allocating into it now */
+	bool released; /* by alloy_cuda_caching_release_pool */
+	struct cc_graph_pool *next;
+};
+
+/* A stream whose allocations go to a graph pool (during its capture). */
+struct cc_route {
+	int device;
+	void *stream;
+	struct cc_graph_pool *gp;
+};
 struct cc_block {
 	struct cc_segment *seg;
 	struct cc_block *prev, *next; /* neighbours in the segment */
@@ -46,7 +65,8 @@ struct cc_block {
 
 struct cc_segment {
 	uintptr_t ptr;
-	size_t size;
+	size_t size; /* bytes with memory behind them: mapped, when expandable
+		      */
 	void *stream;
 	int pool;
 	bool huge;     /* made for one request of 10 MiB or more */
@@ -54,6 +74,16 @@ struct cc_segment {
 	int device;
 	struct cc_block *head;
 	struct cc_segment *next;
+	/*
+	 * An expandable segment: va_size bytes of addresses reserved, the
+	 * first size of them mapped, in pieces of chunk bytes, one handle
+	 * each (handles[i] backs the i-th piece).
+	 */
+	struct cc_graph_pool *gp; /* the graph pool it belongs to, or NULL */
+	bool expandable;
+	size_t chunk, va_size;
+	void **handles;
+	size_t handles_cap;
 };
 
 /* Free blocks of one pool, sorted by (stream, size, address). */
@@ -88,6 +118,7 @@ struct cc {
 	unsigned divisions;    /* roundup_power2_divisions; 0/1 = off */
 	double gc_threshold;   /* 0 = off */
 	double fraction;       /* memory_fraction; 1 = all */
+	bool expandable;       /* expandable_segments */
 
 	struct cc_device dev[CC_MAX_DEVICES];
 	struct alloy__ptrmap live;	       /* allocated blocks by address */
@@ -95,7 +126,17 @@ struct cc {
 	struct alloy__ptrvec spare_events;     /* done events, for reuse */
 	struct cc_block *spare_blocks; /* block records to reuse, via next */
 	uint64_t tick;
+	struct cc_graph_pool *graph_pools;
+	struct cc_route routes[16];
+	int nroutes; /* captures underway: no frees, syncs, event queries */
+	struct cc_graph_pool *cur_gp; /* of the allocation being served */
 };
+
+/* The key a segment's free blocks are sorted and found by. */
+static inline uintptr_t cc_seg_key(const struct cc_segment *seg)
+{
+	return seg->gp ? (uintptr_t)seg->gp : (uintptr_t)seg->stream;
+}
 
 /* Is ops->alloc that of a caching allocator?  Its state, or NULL. */
 ALLOY_HIDDEN struct cc *alloy__cc_of(struct alloy_allocator *a);

@@ -158,6 +158,8 @@ static int walk_device(struct cc *cc, int device,
 				.requested_size = b->requested,
 				.state = block_state(b),
 				.segment_start = b == v[i]->head,
+				.expandable = v[i]->expandable,
+				.pool_id = v[i]->gp ? v[i]->gp->id : 0,
 			};
 
 			rc = fn(&info, arg);
@@ -230,10 +232,11 @@ static int json_block(const struct alloy_cuda_block_info *b, void *arg)
 		jprintf(w,
 			"%s{\"address\":%" PRIuPTR ",\"total_size\":%zu,"
 			"\"stream\":%" PRIuPTR
-			",\"segment_type\":\"%s\",\"blocks\":[",
+			",\"segment_type\":\"%s\",\"is_expandable\":%s,\"blocks\":[",
 			w->first_block ? "" : ",", b->segment, b->segment_size,
 			(uintptr_t)b->stream,
-			b->pool == ALLOY_CUDA_POOL_SMALL ? "small" : "large");
+			b->pool == ALLOY_CUDA_POOL_SMALL ? "small" : "large",
+			b->expandable ? "true" : "false");
 		w->seg_alloc = w->seg_active = 0;
 	}
 	jprintf(w,
@@ -288,9 +291,12 @@ static void json_stats(struct jw *w, const struct alloy_cuda_stats *s)
 		"\"num_alloc_retries\":%" PRIu64 ",\"num_ooms\":%" PRIu64
 		",\"num_sync_all_streams\":%" PRIu64
 		",\"num_device_alloc\":%" PRIu64 ",\"num_device_free\":%" PRIu64
-		",\"max_split_size\":%" PRIu64 "}",
+		",\"max_split_size\":%" PRIu64
+		",\"expandable_address_bytes\":%" PRIu64
+		",\"num_maps\":%" PRIu64 ",\"num_unmaps\":%" PRIu64 "}",
 		s->num_alloc_retries, s->num_ooms, s->num_sync_all_streams,
-		s->num_device_alloc, s->num_device_free, s->max_split_size);
+		s->num_device_alloc, s->num_device_free, s->max_split_size,
+		s->expandable_address_bytes, s->num_maps, s->num_unmaps);
 }
 
 int alloy__cc_snapshot_op(void *ctx, void (*write)(void *arg, const char *s),

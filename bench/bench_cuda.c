@@ -60,29 +60,48 @@ static double pair_round(struct alloy_allocator *a, size_t size, long iters)
 	return (cpu_now_ns() - t0) / (double)iters;
 }
 
+/* A caching allocator on sim with expandable segments on. */
+static int register_expandable(struct alloy_cuda_sim *sim, const char *name,
+			       struct alloy_allocator **out)
+{
+	if (alloy_cuda_caching_register_sim(sim, name, out))
+		return -1;
+	return alloy_allocator_ops(*out)->set_option(
+		alloy_allocator_ctx(*out), "expandable_segments", "1");
+}
+
 static int latency(const struct bench_opts *opts, struct alloy_cuda_sim *sim)
 {
 	static const size_t sizes[] = { 512, 65536, 4 << 20, 64 << 20 };
-	struct alloy_allocator *cc, *plain;
-	double worst = 0;
+	struct alloy_allocator *cc, *plain, *ex;
+	double worst = 0, worst_ratio = 0;
 
 	if (alloy_cuda_caching_register_sim(sim, "bench_cuda_caching", &cc) ||
-	    alloy_cuda_plain_register_sim(sim, "bench_cuda_plain", &plain))
+	    alloy_cuda_plain_register_sim(sim, "bench_cuda_plain", &plain) ||
+	    register_expandable(sim, "bench_cuda_expandable", &ex))
 		return -1;
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		long n_cc = bench_iters(opts, 1000000),
 		     n_pl = bench_iters(opts, 5000);
-		double best_cc = 1e300, best_pl = 1e300, c, p;
+		double best_cc = 1e300, best_pl = 1e300, best_ex = 1e300, c, p,
+		       e;
 		char metric[96];
 
 		for (int r = 0; r < ROUNDS; r++) {
 			c = pair_round(cc, sizes[s], n_cc);
 			p = pair_round(plain, sizes[s], n_pl);
-			if (c < 0 || p < 0)
+			e = pair_round(ex, sizes[s], n_cc);
+			if (c < 0 || p < 0 || e < 0)
 				return -1;
 			best_cc = c < best_cc ? c : best_cc;
 			best_pl = p < best_pl ? p : best_pl;
+			best_ex = e < best_ex ? e : best_ex;
 		}
+		snprintf(metric, sizeof(metric),
+			 "%zu B expandable segments alloc+free", sizes[s]);
+		bench_result("cuda", metric, best_ex, "ns/pair", GOAL_NONE, 0);
+		if (best_ex / best_cc > worst_ratio)
+			worst_ratio = best_ex / best_cc;
 		worst = best_cc > worst ? best_cc : worst;
 		snprintf(metric, sizeof(metric), "%zu B cached alloc+free",
 			 sizes[s]);
@@ -98,6 +117,8 @@ static int latency(const struct bench_opts *opts, struct alloy_cuda_sim *sim)
 	}
 	bench_result("cuda", "worst cached alloc+free", worst, "ns/pair",
 		     GOAL_AT_MOST, 150);
+	bench_result("cuda", "worst pair cost, expandable/fixed segments",
+		     worst_ratio, "x", GOAL_AT_MOST, 1.10);
 	return 0;
 }
 
@@ -109,8 +130,9 @@ static uint64_t device_calls(struct alloy_cuda_sim *sim)
 	return c.dev_mallocs + c.dev_frees;
 }
 
-static int one_trace(const char *name, struct alloy_allocator *cc,
-		     struct alloy_cuda_sim *sim, double *worst_frag)
+static int one_trace(const char *name, const char *label,
+		     struct alloy_allocator *cc, struct alloy_cuda_sim *sim,
+		     double *worst_frag, double frag_goal)
 {
 	struct alloy_cuda_stats st = { .size = sizeof(st),
 				       .version = ALLOY_CUDA_STATS_VERSION };
@@ -157,29 +179,31 @@ static int one_trace(const char *name, struct alloy_allocator *cc,
 	frag = (double)st.reserved_bytes[ALLOY_CUDA_POOL_ALL].peak /
 	       (double)st.allocated_bytes[ALLOY_CUDA_POOL_ALL].peak;
 	*worst_frag = frag > *worst_frag ? frag : *worst_frag;
-	snprintf(metric, sizeof(metric), "%s: events per repetition", name);
-	bench_result("cuda", metric, (double)tr.nev, "events", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: device calls, first repetition",
+	snprintf(metric, sizeof(metric), "%s%s: events per repetition", label,
 		 name);
+	bench_result("cuda", metric, (double)tr.nev, "events", GOAL_NONE, 0);
+	snprintf(metric, sizeof(metric), "%s%s: device calls, first repetition",
+		 label, name);
 	bench_result("cuda", metric, (double)(c1 - c0), "calls", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: device calls, repetitions 2-%d",
-		 name, REPEATS);
+	snprintf(metric, sizeof(metric), "%s%s: device calls, repetitions 2-%d",
+		 label, name, REPEATS);
 	bench_result("cuda", metric, (double)(c2 - c1), "calls", GOAL_AT_MOST,
 		     0);
-	snprintf(metric, sizeof(metric), "%s: peak allocated", name);
+	snprintf(metric, sizeof(metric), "%s%s: peak allocated", label, name);
 	bench_result("cuda", metric,
 		     (double)st.allocated_bytes[ALLOY_CUDA_POOL_ALL].peak /
 			     (1 << 20),
 		     "MiB", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: peak reserved", name);
+	snprintf(metric, sizeof(metric), "%s%s: peak reserved", label, name);
 	bench_result("cuda", metric,
 		     (double)st.reserved_bytes[ALLOY_CUDA_POOL_ALL].peak /
 			     (1 << 20),
 		     "MiB", GOAL_NONE, 0);
-	snprintf(metric, sizeof(metric), "%s: fragmentation reserved/allocated",
+	snprintf(metric, sizeof(metric),
+		 "%s%s: fragmentation reserved/allocated", label, name);
+	bench_result("cuda", metric, frag, "x", GOAL_AT_MOST, frag_goal);
+	snprintf(metric, sizeof(metric), "%s%s: replay, warm cache", label,
 		 name);
-	bench_result("cuda", metric, frag, "x", GOAL_AT_MOST, 1.2);
-	snprintf(metric, sizeof(metric), "%s: replay, warm cache", name);
 	bench_result("cuda", metric, ns / (REPEATS - 1), "ns/event", GOAL_NONE,
 		     0);
 	free(sum);
@@ -192,21 +216,31 @@ static int run_cuda(const struct bench_opts *opts)
 	static const char *const traces[] = { "transformer_step", "resnet_step",
 					      "varlen_step" };
 	struct alloy_cuda_sim *sim;
-	struct alloy_allocator *cc;
-	double worst = 0;
+	struct alloy_allocator *cc, *ex;
+	double worst = 0, worst_ex = 0;
 
 	/* 64 GiB of simulated device: untouched pages cost nothing. */
 	if (alloy_cuda_sim_create((size_t)64 << 30, &sim))
 		return -1;
 	if (latency(opts, sim))
 		return -1;
-	if (alloy_cuda_caching_register_sim(sim, "bench_cuda_traces", &cc))
+	if (alloy_cuda_caching_register_sim(sim, "bench_cuda_traces", &cc) ||
+	    register_expandable(sim, "bench_cuda_traces_expandable", &ex))
 		return -1;
 	for (size_t i = 0; i < sizeof(traces) / sizeof(traces[0]); i++)
-		if (one_trace(traces[i], cc, sim, &worst))
+		if (one_trace(traces[i], "", cc, sim, &worst, 1.2))
 			return -1;
 	bench_result("cuda", "worst fragmentation", worst, "x", GOAL_AT_MOST,
 		     1.2);
+	/* The same traces with expandable segments: one growing range per
+	 * pool instead of fixed segments. */
+	alloy_cuda_caching_empty_cache(cc);
+	for (size_t i = 0; i < sizeof(traces) / sizeof(traces[0]); i++)
+		if (one_trace(traces[i], "expandable, ", ex, sim, &worst_ex,
+			      1.02))
+			return -1;
+	bench_result("cuda", "expandable, worst fragmentation", worst_ex, "x",
+		     GOAL_AT_MOST, 1.02);
 	return 0;
 }
 

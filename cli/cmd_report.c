@@ -23,6 +23,7 @@
 #endif
 #include "analysis/report.h"
 #include "cli.h"
+#include "report_torch.h"
 
 enum format {
 	F_TEXT,
@@ -32,13 +33,16 @@ enum format {
 	F_FLAME,
 	F_FLAME_SVG,
 	F_PPROF,
-	F_PERFETTO
+	F_PERFETTO,
+	F_TORCH
 };
 
 static const char *const format_names[] = {
-	"text",	      "json",		"svg",	 "html",
-	"flamegraph", "flamegraph-svg", "pprof", "perfetto",
+	"text",		  "json",  "svg",      "html",		 "flamegraph",
+	"flamegraph-svg", "pprof", "perfetto", "torch-snapshot",
 };
+
+#define MAX_OPTIONS 16
 
 struct options {
 	enum format fmt;
@@ -48,6 +52,8 @@ struct options {
 	bool top_set;
 	bool at_peak; /* --at, parsed */
 	uint64_t at_ns;
+	const char *options[MAX_OPTIONS]; /* --option, for torch-snapshot */
+	size_t noptions;
 };
 
 /* ---- progress ---------------------------------------------------------- */
@@ -108,7 +114,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			    f == sizeof(format_names) / sizeof(format_names[0]))
 				return cli_usage_error(
 					&cmd_report,
-					"--format wants text, json, svg, html, flamegraph, flamegraph-svg, pprof or perfetto, not \"%s\"",
+					"--format wants text, json, svg, html, flamegraph, flamegraph-svg, pprof, perfetto or torch-snapshot, not \"%s\"",
 					v ? v : "");
 			o->fmt = (enum format)f;
 			i++;
@@ -143,6 +149,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->top = n;
 			o->top_set = true;
 			i++;
+		} else if (!strcmp(a, "--option")) {
+			if (!v || !strchr(v, ':'))
+				return cli_usage_error(
+					&cmd_report,
+					"--option wants KEY:VALUE, not \"%s\"",
+					v ? v : "");
+			if (o->noptions == MAX_OPTIONS)
+				return cli_usage_error(&cmd_report,
+						       "at most %d --option",
+						       MAX_OPTIONS);
+			o->options[o->noptions++] = argv[++i];
 		} else if (!strcmp(a, "--progress")) {
 			o->progress = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -177,6 +194,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return cli_usage_error(
 			&cmd_report,
 			"--format pprof writes gzipped binary: give -o FILE or redirect the output");
+	if (o->noptions && o->fmt != F_TORCH)
+		return cli_usage_error(
+			&cmd_report,
+			"--option goes with --format torch-snapshot");
+	if (o->fmt == F_TORCH && o->by_owner)
+		return cli_usage_error(
+			&cmd_report,
+			"--by goes with the flame graph, not torch-snapshot");
 	if (!o->top_set)
 		o->top = o->fmt == F_TEXT ? 20 : 0;
 	o->at_peak = true;
@@ -296,6 +321,15 @@ static int write_report(FILE *out, const struct options *o,
 			goto fail;
 		return 0;
 	}
+	if (o->fmt == F_TORCH) {
+		struct torch_snap_opts to = { .path = o->path,
+					      .at_peak = o->at_peak,
+					      .t_ns = o->at_ns,
+					      .options = o->options,
+					      .noptions = o->noptions };
+
+		return report_torch_snapshot(out, &to, tr) ? -1 : 0;
+	}
 	if (!need_at) {
 		if (o->fmt == F_JSON)
 			report_summary_json(out, o->path, tr, sum);
@@ -342,7 +376,7 @@ static int write_report(FILE *out, const struct options *o,
 	case F_HTML:
 		rc = report_timeline_html(out, &c);
 		break;
-	default:
+	default: /* the exports and torch-snapshot: written above */
 		break;
 	}
 	symbols_free(c.sym);
@@ -426,7 +460,7 @@ const struct cli_command cmd_report = {
 		"summarise a trace; what was live at its peak, by site and owner; flame graph; timeline",
 	.usage =
 		"usage: alloy report TRACE [--format FORMAT] [--at peak|TIME] [--by site|owner]\n"
-		"                          [--top N] [-o FILE] [--progress]\n"
+		"                          [--top N] [--option KEY:VALUE] [-o FILE] [--progress]\n"
 		"\n"
 		"Reads a trace written with ALLOY_CONF=trace:PATH (docs/TRACE-FORMAT.md)\n"
 		"and prints, per allocator and device, allocations, frees, bytes, peak\n"
@@ -450,6 +484,13 @@ const struct cli_command cmd_report = {
 		"                  up to the peak (or --at TIME) and what was live then\n"
 		"  --format perfetto  Chrome trace-event JSON for Perfetto's UI and\n"
 		"                  chrome://tracing: live bytes per allocator and in all\n"
+		"  --format torch-snapshot  the CUDA blocks replayed on the caching\n"
+		"                  policy (simulated device) up to the moment (--at peak by\n"
+		"                  default: the CUDA blocks' peak), as PyTorch's pickled\n"
+		"                  torch.cuda.memory_snapshot(), for python3 -m\n"
+		"                  torch.cuda._memory_viz; totals on stderr\n"
+		"  --option KEY:VALUE  an option of that caching allocator\n"
+		"                  (expandable_segments:1, roundup_power2_divisions:4, ...)\n"
 		"  --top N         rows per table (text: 20 by default; 0: all)\n"
 		"  -o FILE         write there (replaced only when all went well)\n"
 		"  --progress      show progress on stderr even when it is no terminal\n"

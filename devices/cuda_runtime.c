@@ -235,6 +235,13 @@ static const struct alloy__devsrc_ops cuda_ops = {
 	.event_synchronize = cu_event_synchronize,
 	.stream_synchronize = cu_stream_synchronize,
 	.device_synchronize = cu_device_synchronize,
+	.va_reserve = alloy__cuda_va_reserve,
+	.va_release = alloy__cuda_va_release,
+	.mem_create = alloy__cuda_mem_create,
+	.mem_release = alloy__cuda_mem_release,
+	.mem_map = alloy__cuda_mem_map,
+	.mem_set_access = alloy__cuda_mem_set_access,
+	.mem_unmap = alloy__cuda_mem_unmap,
 };
 
 struct alloy__devsrc alloy__cuda_runtime_source(void)

@@ -75,6 +75,23 @@ struct alloy__devsrc_ops {
 	/* Wait for all work on one stream / on the whole device. */
 	int (*stream_synchronize)(void *ctx, void *stream);
 	int (*device_synchronize)(void *ctx, int device);
+
+	/*
+	 * Virtual memory (cuMemAddressReserve and friends), for expandable
+	 * segments; optional (NULL: the source has none).  A range of
+	 * addresses is reserved on device without memory behind it;
+	 * physical memory is created in pieces (handles: -ENOMEM when the
+	 * device is out of memory), mapped at an address of a reserved
+	 * range, made accessible to the device, and later unmapped and
+	 * released.  Sizes and addresses are multiples of 2 MiB.
+	 */
+	int (*va_reserve)(void *ctx, int device, size_t size, void **out);
+	int (*va_release)(void *ctx, void *ptr, size_t size);
+	int (*mem_create)(void *ctx, int device, size_t size, void **handle);
+	int (*mem_release)(void *ctx, void *handle);
+	int (*mem_map)(void *ctx, void *ptr, size_t size, void *handle);
+	int (*mem_set_access)(void *ctx, int device, void *ptr, size_t size);
+	int (*mem_unmap)(void *ctx, void *ptr, size_t size);
 };
 
 struct alloy__devsrc {

@@ -48,8 +48,23 @@ struct alloy_cuda_sim {
 	struct sim_stream *streams; /* created ones; default_stream first */
 	struct sim_block *dev_blocks;
 	struct sim_block *host_blocks;
+	struct sim_block *va_ranges; /* reserved address ranges */
 	struct alloy_cuda_sim_counts counts;
+	/*
+	 * Streams capturing a graph, and whether a call a capture cannot
+	 * contain (a free, a synchronisation, an event query) was made
+	 * while one was: the driver then invalidates the capture.
+	 */
+	int capturing;
+	bool capture_broken;
 };
+
+/* A call that breaks a capture underway; the lock is held. */
+static void capture_breaker(struct alloy_cuda_sim *sim)
+{
+	if (sim->capturing)
+		sim->capture_broken = true;
+}
 
 static struct sim_stream *stream_of(struct alloy_cuda_sim *sim, void *stream)
 {
@@ -129,6 +144,7 @@ static size_t take_block(struct alloy_cuda_sim *sim, struct sim_block **list,
 	size_t size;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	size = unlink_block(list, ptr);
 	if (size) {
 		*in_use -= size;
@@ -304,6 +320,7 @@ static int sim_event_query(void *ctx, void *ev)
 	int done;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	done = !e->stream || e->stream->completed >= e->seq;
 	sim->counts.event_queries++;
 	pthread_mutex_unlock(&sim->lock);
@@ -316,6 +333,7 @@ static int sim_event_synchronize(void *ctx, void *ev)
 	struct sim_event *e = ev;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	/* Waiting for an event means the work before it has finished. */
 	if (e->stream && e->stream->completed < e->seq)
 		e->stream->completed = e->seq;
@@ -330,6 +348,7 @@ static int sim_stream_synchronize(void *ctx, void *stream)
 	struct sim_stream *s;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	s = stream_of(sim, stream);
 	s->completed = s->queued;
 	sim->counts.syncs++;
@@ -342,10 +361,193 @@ static int sim_device_synchronize(void *ctx, int device)
 	struct alloy_cuda_sim *sim = ctx;
 
 	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
 	for (struct sim_stream *s = sim->streams; s; s = s->next)
 		s->completed = s->queued;
 	sim->counts.syncs++;
 	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+/* ---- virtual memory ------------------------------------------------- */
+
+/*
+ * A reserved range is host address space mapped without access; mapping
+ * a handle there puts fresh pages in its place (still without access),
+ * setting access opens them, and unmapping puts back pages without access,
+ * so the range stays reserved.  A handle holds only its size: what the
+ * device's capacity counts.
+ */
+struct sim_handle {
+	size_t size;
+};
+
+#define SIM_VMM_ALIGN ((size_t)2 << 20)
+
+static int sim_va_reserve(void *ctx, int device, size_t size, void **out)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_block *b;
+	void *p;
+
+	if (device < 0 || device >= sim->ndevices || !size ||
+	    size % SIM_VMM_ALIGN)
+		return alloy__error(-EINVAL, "sim_va_reserve",
+				    "device %d, size %zu: not a device or not "
+				    "a multiple of 2 MiB",
+				    device, size);
+	/* Over-reserve to align the start to 2 MiB, as the driver does. */
+	p = mmap(NULL, size + SIM_VMM_ALIGN, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	b = malloc(sizeof(*b));
+	if (p == MAP_FAILED || !b) {
+		if (p != MAP_FAILED)
+			munmap(p, size + SIM_VMM_ALIGN);
+		free(b);
+		return alloy__error(-ENOMEM, "sim_va_reserve",
+				    "no host address space for %zu bytes",
+				    size);
+	}
+	{
+		uintptr_t a = ((uintptr_t)p + SIM_VMM_ALIGN - 1) &
+			      ~(uintptr_t)(SIM_VMM_ALIGN - 1);
+		size_t head = a - (uintptr_t)p;
+
+		if (head)
+			munmap(p, head);
+		if (SIM_VMM_ALIGN - head)
+			munmap((char *)a + size, SIM_VMM_ALIGN - head);
+		p = (void *)a;
+	}
+	b->ptr = p;
+	b->size = size;
+	pthread_mutex_lock(&sim->lock);
+	b->next = sim->va_ranges;
+	sim->va_ranges = b;
+	pthread_mutex_unlock(&sim->lock);
+	*out = p;
+	return 0;
+}
+
+/* Whether [ptr, ptr + size) lies in one reserved range, 2 MiB aligned. */
+static bool in_reserved(struct alloy_cuda_sim *sim, void *ptr, size_t size)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	bool ok = false;
+
+	if (!size || a % SIM_VMM_ALIGN || size % SIM_VMM_ALIGN)
+		return false;
+	pthread_mutex_lock(&sim->lock);
+	for (struct sim_block *b = sim->va_ranges; b && !ok; b = b->next)
+		ok = a >= (uintptr_t)b->ptr &&
+		     a + size <= (uintptr_t)b->ptr + b->size;
+	pthread_mutex_unlock(&sim->lock);
+	return ok;
+}
+
+static int sim_va_release(void *ctx, void *ptr, size_t size)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	size_t had;
+
+	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
+	had = unlink_block(&sim->va_ranges, ptr);
+	pthread_mutex_unlock(&sim->lock);
+	ALLOY_ENFORCE(had == size, -EINVAL,
+		      "%p (%zu bytes) is not a reserved range", ptr, size);
+	munmap(ptr, size);
+	return 0;
+}
+
+static int sim_mem_create(void *ctx, int device, size_t size, void **handle)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_handle *h;
+
+	if (device < 0 || device >= sim->ndevices || !size ||
+	    size % SIM_VMM_ALIGN)
+		return alloy__error(-EINVAL, "sim_mem_create",
+				    "device %d, size %zu: not a device or not "
+				    "a multiple of 2 MiB",
+				    device, size);
+	h = malloc(sizeof(*h));
+	if (!h)
+		return alloy__error(-ENOMEM, "sim_mem_create",
+				    "no host memory for a handle");
+	pthread_mutex_lock(&sim->lock);
+	if (size > sim->capacity ||
+	    sim->counts.dev_bytes_in_use > sim->capacity - size) {
+		size_t used = sim->counts.dev_bytes_in_use;
+
+		pthread_mutex_unlock(&sim->lock);
+		free(h);
+		return alloy__error(
+			-ENOMEM, "sim_mem_create",
+			"out of memory: %zu bytes asked, %zu of %zu in use",
+			size, used, sim->capacity);
+	}
+	sim->counts.dev_bytes_in_use += size;
+	sim->counts.dev_mallocs++;
+	pthread_mutex_unlock(&sim->lock);
+	h->size = size;
+	*handle = h;
+	return 0;
+}
+
+static int sim_mem_release(void *ctx, void *handle)
+{
+	struct alloy_cuda_sim *sim = ctx;
+	struct sim_handle *h = handle;
+
+	pthread_mutex_lock(&sim->lock);
+	capture_breaker(sim);
+	sim->counts.dev_bytes_in_use -= h->size;
+	sim->counts.dev_frees++;
+	pthread_mutex_unlock(&sim->lock);
+	free(h);
+	return 0;
+}
+
+/* Fresh pages without access over [ptr, ptr + size). */
+static int replace_pages(void *ptr, size_t size)
+{
+	void *p = mmap(ptr, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+		       -1, 0);
+
+	return p == MAP_FAILED ? -ENOMEM : 0;
+}
+
+static int sim_mem_map(void *ctx, void *ptr, size_t size, void *handle)
+{
+	struct sim_handle *h = handle;
+
+	ALLOY_ENFORCE(in_reserved(ctx, ptr, size) && h && h->size == size,
+		      -EINVAL,
+		      "%p (%zu bytes): not in a reserved range, or "
+		      "not the handle's size",
+		      ptr, size);
+	ALLOY_ENFORCE(!replace_pages(ptr, size), -ENOMEM,
+		      "host mmap of %zu bytes failed", size);
+	return 0;
+}
+
+static int sim_mem_set_access(void *ctx, int device, void *ptr, size_t size)
+{
+	ALLOY_ENFORCE(in_reserved(ctx, ptr, size), -EINVAL,
+		      "%p (%zu bytes) is not in a reserved range", ptr, size);
+	ALLOY_ENFORCE(!mprotect(ptr, size, PROT_READ | PROT_WRITE), -ENOMEM,
+		      "mprotect of %zu bytes failed", size);
+	return 0;
+}
+
+static int sim_mem_unmap(void *ctx, void *ptr, size_t size)
+{
+	ALLOY_ENFORCE(in_reserved(ctx, ptr, size), -EINVAL,
+		      "%p (%zu bytes) is not in a reserved range", ptr, size);
+	ALLOY_ENFORCE(!replace_pages(ptr, size), -ENOMEM,
+		      "host mmap of %zu bytes failed", size);
 	return 0;
 }
 
@@ -368,6 +570,13 @@ static const struct alloy__devsrc_ops sim_ops = {
 	.event_synchronize = sim_event_synchronize,
 	.stream_synchronize = sim_stream_synchronize,
 	.device_synchronize = sim_device_synchronize,
+	.va_reserve = sim_va_reserve,
+	.va_release = sim_va_release,
+	.mem_create = sim_mem_create,
+	.mem_release = sim_mem_release,
+	.mem_map = sim_mem_map,
+	.mem_set_access = sim_mem_set_access,
+	.mem_unmap = sim_mem_unmap,
 };
 
 struct alloy__devsrc alloy__cuda_sim_source(struct alloy_cuda_sim *sim)
@@ -473,4 +682,35 @@ int alloy_cuda_sim_counts(struct alloy_cuda_sim *sim,
 	*out = sim->counts;
 	pthread_mutex_unlock(&sim->lock);
 	return 0;
+}
+
+int alloy_cuda_sim_capture_begin(struct alloy_cuda_sim *sim, void *stream)
+{
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	if (!sim->capturing++)
+		sim->capture_broken = false;
+	pthread_mutex_unlock(&sim->lock);
+	return 0;
+}
+
+int alloy_cuda_sim_capture_end(struct alloy_cuda_sim *sim, void *stream)
+{
+	bool broken;
+
+	ALLOY_ENFORCE(sim, -EINVAL, "sim is NULL");
+	pthread_mutex_lock(&sim->lock);
+	if (!sim->capturing) {
+		pthread_mutex_unlock(&sim->lock);
+		return alloy__error(-EINVAL, "alloy_cuda_sim_capture_end",
+				    "no capture is underway");
+	}
+	broken = sim->capture_broken;
+	sim->capturing--;
+	pthread_mutex_unlock(&sim->lock);
+	return broken ? alloy__error(-EIO, "alloy_cuda_sim_capture_end",
+				     "the capture was invalidated: a free, a "
+				     "synchronisation or an event query was "
+				     "made while it was underway")
+		      : 0;
 }

@@ -17,8 +17,12 @@ pkgs+=(libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 #   (tests/cli/test_tags.sh skips without it) and headless Chromium, so
 #   that the flame graph and demo pages are rendered
 #   (tests/cli/test_flamegraph.sh, test_demo_render.sh skip without it),
-#   and go, whose `go tool pprof` reads the pprof export
-#   (tests/cli/test_export.sh skips those checks without it).
+#   go, whose `go tool pprof` reads the pprof export
+#   (tests/cli/test_export.sh skips those checks without it),
+#   and python3-torch, whose torch.cuda._memory_viz reads the snapshots
+#   of `alloy report --format torch-snapshot` and alloy.cuda
+#   (tests/cli/test_torch_viewer.sh, tests/python/test_cuda.py; about
+#   three minutes to install, apt-get update included).
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
@@ -27,7 +31,7 @@ pkgs+=(libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 for arg in "$@"; do
 	case $arg in
 	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium
-		golang-go) ;;
+		golang-go python3-torch) ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;

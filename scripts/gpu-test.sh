@@ -27,7 +27,12 @@
 #      losses of the run without alloy, and its report must count the
 #      blocks on the backend; then scripts/gpu-torch-bench.py times
 #      training steps with torch's own CUDA allocator against alloy's;
-#   7. alloy bench cuda (the simulated device).
+#   7. expandable segments on the driver's virtual memory: the traces
+#      replayed by cuda_caching with expandable_segments:1 (reserved at
+#      most 1.02 x allocated), and where PyTorch has CUDA the training
+#      loop on them (losses identical to the run without alloy), traced,
+#      and that trace's torch snapshot read by PyTorch's viewer;
+#   8. alloy bench cuda (the simulated device).
 #
 # Exit status: 0 all passed, 77 no usable GPU (the real-GPU steps skipped,
 # never counted as passed), 1 a failure.
@@ -150,6 +155,33 @@ if "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/
 		tee -a "$log" || bad "scripts/gpu-torch-bench.py"
 else
 	say "skipped: $py has no PyTorch with CUDA"
+fi
+
+step "expandable segments on the device (cuMemCreate, cuMemMap)"
+for t in "$src"/traces/*.trace; do
+	say "-- $(basename "$t" .trace) on cuda_caching, expandable_segments:1"
+	ALLOY_CONF=cuda_caching.expandable_segments:1 "$ALLOY" replay "$t" \
+		--allocator cuda_caching --repeat 10 --json >"$work/replay" 2>"$work/err" ||
+		bad "expandable replay of $t: $(tail -n 1 "$work/err")"
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+r, a = d["max_reserved_bytes"], d["max_allocated_bytes"]
+print("reserved %d, allocated %d: %.3f x" % (r, a, r / a))
+sys.exit(r > 1.02 * a)' "$work/replay" 2>&1 | tee -a "$log" ||
+		bad "expandable: $t reserved more than 1.02 x allocated"
+done
+if "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null &&
+	[ -s "$work/base" ]; then
+	conf="cuda:cuda_caching,cuda_caching.expandable_segments:1,trace:$work/exp.trace"
+	ALLOY_CONF=$conf "$py" "${loop[@]}" --alloy-cuda "$dir/.libs/liballoy.so" \
+		>"$work/out" 2>"$work/err" || bad "loop on expandable segments: $(tail -n 1 "$work/err")"
+	cmp -s "$work/base" "$work/out" &&
+		say "PyTorch loop on expandable segments: losses identical" ||
+		bad "PyTorch loop on expandable segments: losses differ"
+	"$ALLOY" report "$work/exp.trace" --format torch-snapshot \
+		--option expandable_segments:1 -o "$work/snap.pickle" 2>&1 | tee -a "$log"
+	"$py" -W ignore -m torch.cuda._memory_viz stats "$work/snap.pickle" 2>&1 | tee -a "$log" ||
+		bad "PyTorch's viewer on the loop's snapshot"
 fi
 
 step "alloy bench cuda (the simulated device)"

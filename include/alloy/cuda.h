@@ -120,8 +120,16 @@ struct alloy_cuda_stats {
 	uint64_t num_device_alloc;     /* calls into the source */
 	uint64_t num_device_free;
 	uint64_t max_split_size; /* the option in force; 0 = unlimited */
+	/*
+	 * Expandable segments (option expandable_segments): the addresses
+	 * they hold reserved (reserved_bytes counts what is mapped in them),
+	 * and the map and unmap calls made (each of one or more pieces).
+	 */
+	uint64_t expandable_address_bytes;
+	uint64_t num_maps;
+	uint64_t num_unmaps;
 };
-#define ALLOY_CUDA_STATS_VERSION 1
+#define ALLOY_CUDA_STATS_VERSION 2
 
 /* A struct alloy_cuda_stats with its header filled, ready to pass. */
 #define ALLOY_CUDA_STATS_INIT                                                \
@@ -159,6 +167,31 @@ int alloy_cuda_caching_reset_peaks(struct alloy_allocator *a, int device);
  */
 long long alloy_cuda_caching_empty_cache(struct alloy_allocator *a);
 
+/* ---- graph pools (capture-safe allocation) ---------------------------- */
+
+/*
+ * PyTorch's graph pools.  While a stream captures a CUDA graph, what the
+ * graph allocates must come from memory no other work gets while the
+ * graph can replay, and the capture must see no free, no synchronisation
+ * and no event query.  Between begin_pool and end_pool the caching
+ * allocator serves allocations on (device, stream) from the private pool
+ * pool_id (segments of its own, reused only by allocations routed to the
+ * same pool; a second capture begun with the same id shares it); while
+ * any stream is routed no segment is released, no event is queried and
+ * empty_cache does nothing.  Blocks freed into a pool stay there until
+ * release_pool; its segments then go back to the device as they become
+ * unused (after the last capture ends).  0, or -EINVAL (not a caching
+ * allocator, pool id 0, a released pool), -EBUSY (stream already
+ * routed; release of a pool being captured into), -ENOENT (end without
+ * begin, unknown pool), -ENOSPC (16 captures at once).
+ */
+int alloy_cuda_caching_begin_pool(struct alloy_allocator *a, int device,
+				  void *stream, uint64_t pool_id);
+int alloy_cuda_caching_end_pool(struct alloy_allocator *a, int device,
+				void *stream);
+int alloy_cuda_caching_release_pool(struct alloy_allocator *a, int device,
+				    uint64_t pool_id);
+
 /* Block states in a snapshot (PyTorch's names). */
 enum alloy_cuda_block_state {
 	ALLOY_CUDA_BLOCK_INACTIVE = 0,	      /* cached, free */
@@ -177,6 +210,8 @@ struct alloy_cuda_block_info {
 	size_t requested_size; /* what the user asked for (0 when free) */
 	int state;	       /* enum alloy_cuda_block_state */
 	bool segment_start;    /* first block of its segment */
+	bool expandable;       /* its segment is an expandable one */
+	uint64_t pool_id;      /* its segment's graph pool, 0: none */
 };
 
 /*
@@ -237,6 +272,13 @@ int alloy_cuda_sim_hold(struct alloy_cuda_sim *sim, void *stream, bool hold);
 int alloy_cuda_sim_complete(struct alloy_cuda_sim *sim, void *stream);
 int alloy_cuda_sim_counts(struct alloy_cuda_sim *sim,
 			  struct alloy_cuda_sim_counts *out);
+/*
+ * Graph capture on a stream, simulated: between begin and end a device
+ * free, a synchronisation (device, stream or event) or an event query
+ * invalidates the capture, as the driver does; end then fails with -EIO.
+ */
+int alloy_cuda_sim_capture_begin(struct alloy_cuda_sim *sim, void *stream);
+int alloy_cuda_sim_capture_end(struct alloy_cuda_sim *sim, void *stream);
 
 /*
  * Register a caching / pinned host allocator on sim under name (device

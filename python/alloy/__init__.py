@@ -6,6 +6,7 @@ reporter's counts and trace, and alloy tensors shared through DLPack.
     alloy.numpy.enable()          # NumPy's arrays from alloy's CPU default
     alloy.torch.enable()          # PyTorch's CPU tensors too
     alloy.snapshot()              # counts per allocator and device
+    alloy.cuda.snapshot()         # CUDA segments as torch lists them
     with alloy.owner("layer3"):   # what this thread allocates is layer3's
         ...
     t = alloy.empty((2, 3), "float32")
@@ -19,12 +20,12 @@ from contextlib import contextmanager
 
 from . import _alloy
 from ._alloy import *  # noqa: F401,F403 - every public function of the C module
-from . import numpy, torch
+from . import cuda, numpy, torch
 
 # The C module's public names (a function added to one of its tables in
 # python/*.c is exported with no edit here), and this package's own.
 __all__ = sorted([n for n in dir(_alloy) if not n.startswith("_")] +
-                 ["numpy", "owner", "reporter", "torch", "trace"])
+                 ["cuda", "numpy", "owner", "reporter", "torch", "trace"])
 
 
 @contextmanager

@@ -747,13 +747,17 @@ static void check_against_snapshot(struct alloy_allocator *a)
 	free(json);
 }
 
-START_TEST(stats_equal_the_sums_over_the_snapshot)
+/* 3000 random allocations, frees and record_streams over all pools. */
+static void random_run_checked(bool expandable)
 {
 	struct alloy_allocator *a = fresh(4ull << 30);
 	struct alloy_data_ptr live[64] = { 0 };
 	unsigned seed = 12345;
 	void *s1;
 
+	if (expandable)
+		ck_assert_ok(alloy_allocator_ops(a)->set_option(
+			alloy_allocator_ctx(a), "expandable_segments", "1"));
 	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
 	ck_assert_ok(alloy_cuda_sim_hold(sim, s1, true));
 	for (int step = 0; step < 3000; step++) {
@@ -798,6 +802,297 @@ START_TEST(stats_equal_the_sums_over_the_snapshot)
 	alloy_cuda_caching_empty_cache(a);
 	check_against_snapshot(a);
 	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 0);
+	ck_assert_int_eq(stats(a).segment[0].current, 0);
+	ck_assert_uint_eq(stats(a).expandable_address_bytes, 0);
+}
+
+START_TEST(stats_equal_the_sums_over_the_snapshot)
+{
+	random_run_checked(false);
+}
+END_TEST
+
+START_TEST(expandable_stats_equal_the_sums_over_the_snapshot)
+{
+	random_run_checked(true);
+	ck_assert_uint_eq(stats(alloy_find_allocator("cc_test")).num_maps > 0,
+			  1);
+}
+END_TEST
+
+/* ---- graph pools ----------------------------------------------------------
+ */
+
+static int count_pool7(const struct alloy_cuda_block_info *b, void *arg)
+{
+	*(int *)arg += b->segment_start && b->pool_id == 7;
+	return 0;
+}
+
+START_TEST(graph_pool_allocations_are_private_and_capture_safe)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr g1, g2, g3, t1, x, y;
+	struct alloy_cuda_sim_counts c0, c1;
+	void *s1, *s2, *old, *p1, *p3, *px;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s2));
+	/* Cached memory of s1 from before: the capture must not get it. */
+	old = alloy_cuda_current_stream();
+	alloy_cuda_set_stream(s1);
+	px = get(a, 4 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	/* Work on s2 with a block to wait for at its free. */
+	get(a, 100, &y);
+	ck_assert_ok(alloy_cuda_record_stream(&y, s2));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s2, true));
+
+	ck_assert_ok(alloy_cuda_sim_capture_begin(sim, s1));
+	ck_assert_ok(alloy_cuda_caching_begin_pool(a, 0, s1, 7));
+	p1 = get(a, 4 * MiB, &g1);
+	ck_assert_ptr_ne(p1, px);
+	get(a, 1000, &g2);
+	/* Freed during the capture: reused by the capture itself. */
+	alloy_data_ptr_free(&g1);
+	p3 = get(a, 4 * MiB, &g3);
+	ck_assert_ptr_eq(p3, p1);
+	/* The free of a block used on s2 queries nothing now ... */
+	alloy_data_ptr_free(&y);
+	/* ... nor do empty_cache or an allocation elsewhere. */
+	ck_assert_int_eq(alloy_cuda_caching_empty_cache(a), 0);
+	alloy_cuda_set_stream(NULL);
+	get(a, 200, &t1);
+	alloy_cuda_set_stream(s1);
+	ck_assert_ok(alloy_cuda_caching_end_pool(a, 0, s1));
+	ck_assert_ok(alloy_cuda_sim_capture_end(sim, s1));
+	ck_assert_ok(alloy_cuda_sim_hold(sim, s2, false));
+
+	/* After the capture, s1's own allocations do not get the pool's
+	 * memory, even once the graph's blocks are freed. */
+	alloy_data_ptr_free(&g3);
+	ck_assert_ptr_ne(get(a, 4 * MiB, &x), p3);
+	alloy_data_ptr_free(&x);
+	/* A second capture sharing pool 7 reuses it: no device call. */
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+	ck_assert_ok(alloy_cuda_sim_capture_begin(sim, s1));
+	ck_assert_ok(alloy_cuda_caching_begin_pool(a, 0, s1, 7));
+	ck_assert_ptr_eq(get(a, 4 * MiB, &g1), p3);
+	ck_assert_ok(alloy_cuda_caching_end_pool(a, 0, s1));
+	ck_assert_ok(alloy_cuda_sim_capture_end(sim, s1));
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_mallocs, c0.dev_mallocs);
+
+	/* The walk (and so the snapshot) names the pool of its segments. */
+	{
+		int n7 = 0;
+
+		ck_assert_ok(
+			alloy_cuda_caching_foreach_block(a, count_pool7, &n7));
+		ck_assert_int_eq(n7, 2);
+	}
+	/* Released: the unused small segment goes at once, the large one
+	 * when its last block is freed. */
+	ck_assert_ok(alloy_cuda_caching_release_pool(a, 0, 7));
+	alloy_data_ptr_free(&g2);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+	ck_assert_uint_eq(c0.dev_frees, c1.dev_frees + 1);
+	alloy_data_ptr_free(&g1);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_frees, c0.dev_frees + 1);
+	check_against_snapshot(a);
+	alloy_data_ptr_free(&t1);
+	alloy_cuda_set_stream(old);
+	alloy_cuda_caching_empty_cache(a);
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 0);
+}
+END_TEST
+
+START_TEST(a_capture_without_a_pool_is_broken_by_a_free)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	struct alloy_data_ptr x;
+	void *s1;
+
+	/* The simulated driver's rule the pools exist for. */
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	get(a, 4 * MiB, &x);
+	alloy_data_ptr_free(&x);
+	ck_assert_ok(alloy_cuda_sim_capture_begin(sim, s1));
+	alloy_cuda_caching_empty_cache(a);
+	ck_assert_int_eq(alloy_cuda_sim_capture_end(sim, s1), -EIO);
+	ck_assert_ptr_nonnull(strstr(alloy_last_error(), "invalidated"));
+}
+END_TEST
+
+START_TEST(graph_pool_bad_requests_are_refused)
+{
+	struct alloy_allocator *a = fresh(1ull << 30);
+	void *s1;
+
+	ck_assert_ok(alloy_cuda_sim_stream_create(sim, &s1));
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(a, 0, s1, 0), -EINVAL);
+	ck_assert_int_eq(alloy_cuda_caching_end_pool(a, 0, s1), -ENOENT);
+	ck_assert_int_eq(alloy_cuda_caching_release_pool(a, 0, 3), -ENOENT);
+	ck_assert_ok(alloy_cuda_caching_begin_pool(a, 0, s1, 3));
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(a, 0, s1, 4), -EBUSY);
+	ck_assert_int_eq(alloy_cuda_caching_release_pool(a, 0, 3), -EBUSY);
+	ck_assert_ok(alloy_cuda_caching_end_pool(a, 0, s1));
+	ck_assert_ok(alloy_cuda_caching_release_pool(a, 0, 3));
+	ck_assert_int_eq(alloy_cuda_caching_release_pool(a, 0, 3), -ENOENT);
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(a, 9, s1, 5), -ENODEV);
+	ck_assert_int_eq(alloy_cuda_caching_begin_pool(
+				 alloy_find_allocator("default"), 0, s1, 5),
+			 -EINVAL);
+}
+END_TEST
+
+/* ---- expandable segments ---------------------------------------------- */
+
+static struct alloy_allocator *fresh_expandable(size_t cap)
+{
+	struct alloy_allocator *a = fresh(cap);
+
+	ck_assert_ok(alloy_allocator_ops(a)->set_option(
+		alloy_allocator_ctx(a), "expandable_segments", "1"));
+	return a;
+}
+
+static int count_expandable(const struct alloy_cuda_block_info *b, void *arg)
+{
+	int *n = arg;
+
+	*n += b->segment_start && b->expandable;
+	return 0;
+}
+
+START_TEST(expandable_segments_grow_in_pieces_and_shrink_from_the_top)
+{
+	struct alloy_allocator *a = fresh_expandable(1ull << 30);
+	struct alloy_data_ptr d1, d2, d3;
+	struct alloy_cuda_sim_counts c;
+	struct alloy_cuda_stats st;
+	int nexp = 0;
+
+	get(a, 100, &d1);
+	get(a, 3 * MiB, &d2);
+	st = stats(a);
+	/* One piece each: 2 MiB small, 20 MiB large. */
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_SMALL].current,
+			 2 * MiB);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 20 * MiB);
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_ALL].current, 2);
+	/* Addresses for 1 1/8 of the device each (in whole pieces). */
+	ck_assert_uint_eq(st.expandable_address_bytes, (1152 + 1160) * MiB);
+	ck_assert_ok(
+		alloy_cuda_caching_foreach_block(a, count_expandable, &nexp));
+	ck_assert_int_eq(nexp, 2);
+	/* 30 MiB on top of the 17 MiB free there: one more piece, and the
+	 * block follows the first in the same range. */
+	get(a, 30 * MiB, &d3);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 40 * MiB);
+	ck_assert_ptr_eq(d3.ptr, (char *)d2.ptr + 3 * MiB);
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_LARGE].current, 1);
+	ck_assert_uint_eq(st.num_maps, 3);
+	ck_assert_uint_eq(st.num_device_alloc, 3);
+	/* The bytes are device memory: written through, kept when the
+	 * segment grows. */
+	memset(d2.ptr, 0xab, 3 * MiB);
+	memset(d3.ptr, 0xcd, 30 * MiB);
+	ck_assert_uint_eq(((unsigned char *)d2.ptr)[3 * MiB - 1], 0xab);
+	/* Freed at the top: trimming unmaps the whole pieces above d2. */
+	alloy_data_ptr_free(&d3);
+	ck_assert_int_gt(alloy_cuda_caching_empty_cache(a), 0);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 20 * MiB);
+	ck_assert_uint_eq(st.num_unmaps, 1);
+	ck_assert_uint_eq(((unsigned char *)d2.ptr)[0], 0xab);
+	check_against_snapshot(a);
+	/* Nothing left: the pieces and the addresses go back. */
+	alloy_data_ptr_free(&d1);
+	alloy_data_ptr_free(&d2);
+	alloy_cuda_caching_empty_cache(a);
+	st = stats(a);
+	ck_assert_int_eq(st.reserved_bytes[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_int_eq(st.segment[ALLOY_CUDA_POOL_ALL].current, 0);
+	ck_assert_uint_eq(st.expandable_address_bytes, 0);
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c));
+	ck_assert_uint_eq(c.dev_bytes_in_use, 0);
+	ck_assert_uint_eq(c.dev_mallocs, c.dev_frees);
+}
+END_TEST
+
+START_TEST(expandable_segments_make_no_device_calls_in_steady_state)
+{
+	struct alloy_allocator *a = fresh_expandable(1ull << 30);
+	static const size_t sizes[] = { 100,	 4096,	   300 * KiB,
+					3 * MiB, 64 * MiB, 11 * MiB };
+	struct alloy_data_ptr dp[6];
+	struct alloy_cuda_sim_counts c0, c1;
+	struct alloy_cuda_stats st;
+
+	for (int it = 0; it < 50; it++) {
+		if (it == 1)
+			ck_assert_ok(alloy_cuda_sim_counts(sim, &c0));
+		for (int i = 0; i < 6; i++)
+			get(a, sizes[(i + it) % 6], &dp[i]);
+		for (int i = 0; i < 6; i++)
+			alloy_data_ptr_free(&dp[(i * 5 + it) % 6]);
+	}
+	ck_assert_ok(alloy_cuda_sim_counts(sim, &c1));
+	ck_assert_uint_eq(c1.dev_mallocs, c0.dev_mallocs);
+	ck_assert_uint_eq(c1.dev_frees, 0);
+	/* Changing order, one range: no more mapped than the sum of sizes
+	 * rounded to the pieces. */
+	st = stats(a);
+	ck_assert_int_le(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current,
+			 100 * MiB);
+}
+END_TEST
+
+START_TEST(expandable_out_of_memory_says_mapped_and_reserved)
+{
+	struct alloy_allocator *a = fresh_expandable(64 * MiB);
+	struct alloy_data_ptr d1, d2;
+	const char *msg;
+
+	get(a, 30 * MiB, &d1);
+	ck_assert_int_eq(alloy_alloc(a, 40 * MiB, 0, 0, &d2), -ENOMEM);
+	msg = alloy_last_error();
+	ck_assert_msg(
+		strstr(msg, "out of memory: tried to allocate 40.00 MiB") &&
+			strstr(msg, "mapped but unallocated 10.00 MiB") &&
+			strstr(msg,
+			       "expandable segments: 40.00 MiB mapped in 80.00 MiB of reserved addresses"),
+		"%s", msg);
+	ck_assert_int_eq(stats(a).num_ooms, 1);
+	/* What failed mapped nothing: still 40 MiB, and room for 20 more. */
+	ck_assert_int_eq(stats(a).reserved_bytes[0].current, 40 * MiB);
+	alloy_data_ptr_free(&d1);
+	get(a, 50 * MiB, &d2);
+	alloy_data_ptr_free(&d2);
+}
+END_TEST
+
+START_TEST(expandable_option_is_checked)
+{
+	struct alloy_allocator *a = fresh(64 * MiB);
+	const struct alloy_allocator_ops *o = alloy_allocator_ops(a);
+
+	ck_assert_int_eq(o->set_option(alloy_allocator_ctx(a),
+				       "expandable_segments", "2"),
+			 -ERANGE);
+	ck_assert_ptr_nonnull(
+		strstr(alloy_last_error(),
+		       "expandable_segments \"2\" must be 0 or 1"));
+	ck_assert_ok(o->set_option(alloy_allocator_ctx(a),
+				   "expandable_segments", "True"));
+	ck_assert_ok(o->set_option(alloy_allocator_ctx(a),
+				   "expandable_segments", "0"));
 }
 END_TEST
 
@@ -1396,6 +1691,16 @@ Suite *suite_cuda_caching(void)
 	tcase_add_test(tc, zero_flag_zeroes_reused_blocks);
 	tcase_add_test(tc, bad_requests_fail_cleanly);
 	tcase_add_test(tc, stats_equal_the_sums_over_the_snapshot);
+	tcase_add_test(tc, expandable_stats_equal_the_sums_over_the_snapshot);
+	tcase_add_test(
+		tc, expandable_segments_grow_in_pieces_and_shrink_from_the_top);
+	tcase_add_test(
+		tc, expandable_segments_make_no_device_calls_in_steady_state);
+	tcase_add_test(tc, expandable_out_of_memory_says_mapped_and_reserved);
+	tcase_add_test(tc, expandable_option_is_checked);
+	tcase_add_test(tc, graph_pool_allocations_are_private_and_capture_safe);
+	tcase_add_test(tc, a_capture_without_a_pool_is_broken_by_a_free);
+	tcase_add_test(tc, graph_pool_bad_requests_are_refused);
 	tcase_add_test(tc, no_block_is_reused_before_its_streams_are_done);
 	tcase_add_test(tc, each_device_has_its_own_pools_and_stats);
 	tcase_add_test(tc, peaks_reset_to_current);

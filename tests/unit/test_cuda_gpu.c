@@ -261,6 +261,86 @@ static void bench(struct alloy_allocator *cc)
 	cudaStreamDestroy(s);
 }
 
+/*
+ * Expandable segments on the driver's virtual memory: blocks of one
+ * range, written and read back through the runtime, the range grown
+ * past its first piece, trimmed to nothing at the end.
+ */
+static void test_expandable(struct alloy_allocator *cc)
+{
+	const struct alloy_allocator_ops *o = alloy_allocator_ops(cc);
+	struct alloy_cuda_stats st = ALLOY_CUDA_STATS_INIT;
+	struct alloy_data_ptr a, b;
+	static unsigned char back[1 << 20];
+
+	CHECK(alloy_cuda_caching_empty_cache(cc) >= 0);
+	CHECK(o->set_option(alloy_allocator_ctx(cc), "expandable_segments",
+			    "1") == 0);
+	CHECK(alloy_alloc(cc, 3 << 20, 0, 0, &a) == 0);
+	CHECK(alloy_alloc(cc, 30 << 20, 0, 0, &b) == 0);
+	CHECK((char *)b.ptr == (char *)a.ptr + (3 << 20));
+	CHECK(cudaMemset(b.ptr, 7, 30 << 20) == cudaSuccess);
+	CHECK(cudaMemcpy(back, (char *)b.ptr + (29 << 20), sizeof(back),
+			 cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHECK(back[0] == 7 && back[sizeof(back) - 1] == 7);
+	CHECK(alloy_cuda_caching_stats(cc, 0, &st) == 0);
+	CHECK(st.reserved_bytes[ALLOY_CUDA_POOL_LARGE].current == 40 << 20);
+	CHECK(st.num_maps == 2 && st.expandable_address_bytes > 0);
+	alloy_data_ptr_free(&a);
+	alloy_data_ptr_free(&b);
+	CHECK(alloy_cuda_caching_empty_cache(cc) == 40 << 20);
+	CHECK(alloy_cuda_caching_stats(cc, 0, &st) == 0);
+	CHECK(st.expandable_address_bytes == 0);
+	CHECK(o->set_option(alloy_allocator_ctx(cc), "expandable_segments",
+			    "0") == 0);
+}
+
+/*
+ * A CUDA graph captured on a stream whose allocations go to a graph
+ * pool: the capture stays valid (no free, no synchronisation inside),
+ * the graph replays, and its block is not handed out after it.
+ */
+static void test_graph_pool(struct alloy_allocator *cc)
+{
+	struct alloy_data_ptr g, x, y;
+	cudaStream_t s;
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	unsigned char v = 0;
+	void *gp;
+
+	CHECK(cudaStreamCreate(&s) == cudaSuccess);
+	alloy_cuda_set_stream(s);
+	CHECK(alloy_alloc(cc, 4 << 20, 0, 0, &x) == 0); /* cached before */
+	alloy_data_ptr_free(&x);
+	CHECK(alloy_cuda_caching_begin_pool(cc, 0, s, 42) == 0);
+	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) ==
+	      cudaSuccess);
+	CHECK(alloy_alloc(cc, 4 << 20, 0, 0, &g) == 0);
+	gp = g.ptr;
+	CHECK(cudaMemsetAsync(g.ptr, 9, 4 << 20, s) == cudaSuccess);
+	CHECK(alloy_cuda_caching_empty_cache(cc) == 0);
+	CHECK(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+	CHECK(alloy_cuda_caching_end_pool(cc, 0, s) == 0);
+	CHECK(graph && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+	for (int i = 0; i < 3; i++)
+		CHECK(cudaGraphLaunch(exec, s) == cudaSuccess);
+	CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHECK(cudaMemcpy(&v, (char *)gp + 12345, 1, cudaMemcpyDeviceToHost) ==
+	      cudaSuccess);
+	CHECK(v == 9);
+	/* Freed, the graph's block stays the pool's. */
+	alloy_data_ptr_free(&g);
+	CHECK(alloy_alloc(cc, 4 << 20, 0, 0, &y) == 0);
+	CHECK(y.ptr != gp);
+	alloy_data_ptr_free(&y);
+	cudaGraphExecDestroy(exec);
+	cudaGraphDestroy(graph);
+	CHECK(alloy_cuda_caching_release_pool(cc, 0, 42) == 0);
+	alloy_cuda_set_stream(NULL);
+	CHECK(cudaStreamDestroy(s) == cudaSuccess);
+}
+
 /* Give every cached block back, so that nothing is left at exit. */
 static void empty_caches(struct alloy_allocator *cc)
 {
@@ -291,6 +371,8 @@ int main(int argc, char **argv)
 	test_pinned_and_syncedmem();
 	test_oom(cc);
 	test_async();
+	test_expandable(cc);
+	test_graph_pool(cc);
 	if (argc > 1 && !strcmp(argv[1], "--bench"))
 		bench(cc);
 	empty_caches(cc);
