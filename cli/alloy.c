@@ -9,8 +9,8 @@
 #include "cli.h"
 
 static const struct cli_command *const commands[] = {
-	&cmd_list,   &cmd_conf,	  &cmd_demo, &cmd_bench,
-	&cmd_report, &cmd_replay, &cmd_run,
+	&cmd_list,   &cmd_conf, &cmd_demo, &cmd_bench, &cmd_report,
+	&cmd_replay, &cmd_run,	&cmd_ctl,  &cmd_top,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -37,6 +37,8 @@ extern const struct cli_command cmd_bench;
 extern const struct cli_command cmd_report;
 extern const struct cli_command cmd_replay;
 extern const struct cli_command cmd_run;
+extern const struct cli_command cmd_ctl;
+extern const struct cli_command cmd_top;
 
 /*
  * True if argv has --help or -h before any "--"; the command then prints

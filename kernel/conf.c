@@ -87,6 +87,8 @@ static const struct conf_key keys[] = {
 	  "blocks live at exit in the report: each, a count and top sites, none" },
 	{ "run_pid", KEY_SIZE, "0", VAL(run_pid), NULL,
 	  "process whose report/trace/log paths are as given; others add .PID" },
+	{ "control", KEY_BOOL, "true", VAL(control), NULL,
+	  "a control socket for alloy ctl and alloy top, where one is asked for" },
 	{ "keep_on_shrink", KEY_BOOL, "true", VAL(keep_on_shrink), NULL,
 	  "tensors keep their buffer when resized smaller" },
 	{ "max_keep_on_shrink_memory", KEY_SIZE, "unlimited",

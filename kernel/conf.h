@@ -48,6 +48,11 @@ struct alloy__conf {
 	 * (reporter/session.c).  Set by alloy run; 0: every process.
 	 */
 	uint64_t run_pid;
+	/*
+	 * Whether alloy_control_start() opens the control socket (the
+	 * LD_PRELOAD front, python3 -m alloy and programs that opt in).
+	 */
+	bool control;
 	/* tensor layer */
 	bool keep_on_shrink;
 	uint64_t max_keep_on_shrink_memory;

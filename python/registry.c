@@ -177,6 +177,24 @@ static PyObject *py_plain_bad_frees(PyObject *self, PyObject *noargs)
 	return PyLong_FromUnsignedLongLong(alloy_plain_bad_frees());
 }
 
+/*
+ * The program's control socket (`alloy ctl`, `alloy top`): its path, or
+ * None where control:0 or secure-execution mode keeps it closed.
+ */
+static PyObject *py_control_start(PyObject *self, PyObject *noargs)
+{
+	int rc;
+
+	if (alloy__py_ready())
+		return NULL;
+	rc = alloy_control_start();
+	if (rc == -ECANCELED || rc == -EPERM)
+		Py_RETURN_NONE;
+	if (rc < 0)
+		return alloy__py_raise(PyExc_RuntimeError, rc);
+	return PyUnicode_FromString(alloy_control_path());
+}
+
 PyMethodDef alloy__py_registry_methods[] = {
 	{ "_ready", py_ready, METH_NOARGS,
 	  "Initialise alloy; raise if a default ALLOY_CONF names is not in force." },
@@ -194,6 +212,8 @@ PyMethodDef alloy__py_registry_methods[] = {
 	  "plain_allocator(address) -> the name of the allocator that made that block, or None" },
 	{ "plain_bad_frees", py_plain_bad_frees, METH_NOARGS,
 	  "plain_bad_frees() -> frees of pointers alloy did not make (or freed twice) it saw" },
+	{ "control_start", py_control_start, METH_NOARGS,
+	  "control_start() -> the control socket's path (alloy ctl, alloy top), or None where control:0 keeps it closed" },
 	{ "conf_errors", py_conf_errors, METH_NOARGS,
 	  "conf_errors() -> the problems found in ALLOY_CONF, one string each" },
 	{ NULL, NULL, 0, NULL },

@@ -53,6 +53,8 @@ LAYERS = [
     [("root", "liballoy's composition root: what it registers at start"),
      ("modules", "alloy_<name>.so: jemalloc, mimalloc (with their "
       "caches), cuda")],
+    [("control", "the control socket of a running program: protocol, "
+      "server, commands")],
     [("preload", "liballoy_preload.so: the malloc family for any program")],
     [("interop", "DLPack and the PyTorch allocator adapter")],
     [("analysis", "the offline trace analysis: reader, summary, peak, "
@@ -98,6 +100,8 @@ CORE_HEADERS = {
     "root": {"compose.h", "plugins.h", "secure.h"},
     # the front's engine: the malloc family's functions and its depth
     "preload": {"front.h"},
+    # never opened in secure-execution mode
+    "control": {"secure.h"},
 }
 
 LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}

@@ -18,6 +18,7 @@
 #include <alloy/syncedmem.h>
 #include <alloy/reporter.h>
 #include <alloy/plugin.h>
+#include <alloy/control.h>
 #include <alloy/typemeta.h>
 #include <alloy/storage.h>
 #include <alloy/tensor.h>

@@ -83,6 +83,12 @@ def put_on_alloy(opts):
         alloy._alloy._ready()
     except RuntimeError as e:
         fail(str(e), 1)
+    # `alloy ctl` and `alloy top` reach the program through it; a failure
+    # to open it is said on stderr and the program runs on.
+    try:
+        alloy.control_start()
+    except RuntimeError:
+        pass
     if opts["numpy"]:
         try:
             import numpy  # noqa: F401
