@@ -8,7 +8,7 @@
  * several clients at once, one request at a time.  Whatever it keeps
  * (clients' lines, replies) comes from alloy's arena: it may run while
  * the program holds its allocator's locks, and stdio and malloc are not
- * used on its path.  Its descriptors sit high and close on exec
+ * used on its path.  Its one descriptor sits high and closes on exec
  * (kernel/fd.h), as the reporter's do.
  */
 #include <errno.h>
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -52,10 +51,20 @@ static struct {
 	bool running;
 	bool hooked; /* atexit and fork handlers registered */
 	pid_t pid;
-	int listen_fd, wake_fd;
+	int listen_fd;
 	pthread_t thread;
 	char path[CTL_PATH_MAX];
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .wake_fd = -1 };
+	/*
+	 * The socket's file, to tell it from a file the program may have
+	 * put at its number (daemons close every descriptor above 2).
+	 */
+	dev_t dev;
+	ino_t ino;
+	/* The thread ended because the program took its descriptor. */
+	atomic_bool lost;
+	/* alloy_control_stop connects to wake the thread: it ends. */
+	atomic_bool stopping;
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1 };
 
 static atomic_bool refusal_said;
 
@@ -224,11 +233,19 @@ static void take_client(struct client *clients)
 	clients[slot].len = 0;
 }
 
+static bool still_ours(void)
+{
+	struct stat st;
+
+	return !fstat(S.listen_fd, &st) && S_ISSOCK(st.st_mode) &&
+	       st.st_dev == S.dev && st.st_ino == S.ino;
+}
+
 static void *serve(void *arg)
 {
 	struct client *clients =
 		alloy__arena_alloc(MAX_CLIENTS * sizeof(*clients));
-	struct pollfd fds[2 + MAX_CLIENTS];
+	struct pollfd fds[1 + MAX_CLIENTS];
 
 	(void)arg;
 	if (!clients)
@@ -236,28 +253,36 @@ static void *serve(void *arg)
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		clients[i].fd = -1;
 	for (;;) {
-		int n = 2;
+		int n = 1;
 
-		fds[0] = (struct pollfd){ .fd = S.wake_fd, .events = POLLIN };
-		fds[1] = (struct pollfd){ .fd = S.listen_fd, .events = POLLIN };
+		fds[0] = (struct pollfd){ .fd = S.listen_fd, .events = POLLIN };
 		for (int i = 0; i < MAX_CLIENTS; i++)
 			fds[n++] = (struct pollfd){ .fd = clients[i].fd,
 						    .events = POLLIN };
 		if (poll(fds, (nfds_t)n, -1) < 0)
 			continue;
-		if (fds[0].revents)
+		if (atomic_load(&S.stopping))
 			break;
+		/*
+		 * The program closed the socket or put a file of its own at
+		 * its number: stop serving, touching neither.
+		 */
+		if ((fds[0].revents & (POLLNVAL | POLLERR | POLLHUP)) ||
+		    ((fds[0].revents & POLLIN) && !still_ours())) {
+			atomic_store(&S.lost, true);
+			break;
+		}
 		for (int i = 0; i < MAX_CLIENTS; i++) {
 			struct client *c = &clients[i];
 
-			if (c->fd < 0 || !fds[2 + i].revents)
+			if (c->fd < 0 || !fds[1 + i].revents)
 				continue;
 			if (!serve_client(c)) {
 				close(c->fd);
 				c->fd = -1;
 			}
 		}
-		if (fds[1].revents & POLLIN)
+		if (fds[0].revents & POLLIN)
 			take_client(clients);
 	}
 	for (int i = 0; i < MAX_CLIENTS; i++)
@@ -302,6 +327,7 @@ static int open_socket(void)
 	char dirs[CTL_MAX_DIRS][CTL_PATH_MAX], why[CTL_PATH_MAX + 96];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *dir;
+	struct stat st;
 	int fd;
 
 	alloy__ctl_dirs(dirs);
@@ -332,6 +358,16 @@ static int open_socket(void)
 		return alloy__error(-err, "alloy_control_start", "%s: %s",
 				    S.path, strerror(err));
 	}
+	if (fstat(fd, &st)) {
+		int err = errno;
+
+		close(fd);
+		unlink(S.path);
+		return alloy__error(-err, "alloy_control_start", "fstat: %s",
+				    strerror(err));
+	}
+	S.dev = st.st_dev;
+	S.ino = st.st_ino;
 	S.listen_fd = fd;
 	return 0;
 }
@@ -357,8 +393,7 @@ static void fork_child(void)
 {
 	if (S.running) {
 		close(S.listen_fd);
-		close(S.wake_fd);
-		S.listen_fd = S.wake_fd = -1;
+		S.listen_fd = -1;
 		S.running = false;
 	}
 	pthread_mutex_unlock(&S.lock);
@@ -370,10 +405,6 @@ static int start_thread(void)
 	sigset_t all, old;
 	int rc;
 
-	S.wake_fd = high(eventfd(0, EFD_CLOEXEC));
-	if (S.wake_fd < 0)
-		return alloy__error(-errno, "alloy_control_start",
-				    "eventfd: %s", strerror(errno));
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, STACK_BYTES);
 	/* The program's signals are never delivered to this thread. */
@@ -382,12 +413,9 @@ static int start_thread(void)
 	rc = pthread_create(&S.thread, &attr, serve, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	if (rc) {
-		close(S.wake_fd);
-		S.wake_fd = -1;
+	if (rc)
 		return alloy__error(-rc, "alloy_control_start",
 				    "pthread_create: %s", strerror(rc));
-	}
 	pthread_setname_np(S.thread, "alloy-control");
 	return 0;
 }
@@ -432,22 +460,39 @@ out:
 	return rc;
 }
 
+/* Wake the thread with a connection of our own; it sees stopping. */
+static void wake(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memcpy(sa.sun_path, S.path, strlen(S.path) + 1);
+	if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		pthread_join(S.thread, NULL);
+	if (fd >= 0)
+		close(fd);
+}
+
 int alloy_control_stop(void)
 {
-	uint64_t one = 1;
-
 	pthread_mutex_lock(&S.lock);
 	if (!S.running || S.pid != getpid()) {
 		pthread_mutex_unlock(&S.lock);
 		return alloy__error(-ENOENT, __func__,
 				    "the control socket is not open");
 	}
-	if (write(S.wake_fd, &one, sizeof(one)) == sizeof(one))
+	atomic_store(&S.stopping, true);
+	if (atomic_load(&S.lost))
 		pthread_join(S.thread, NULL);
+	else
+		wake();
 	unlink(S.path);
-	close(S.listen_fd);
-	close(S.wake_fd);
-	S.listen_fd = S.wake_fd = -1;
+	/* A descriptor the program took over is its own now. */
+	if (!atomic_load(&S.lost))
+		close(S.listen_fd);
+	S.listen_fd = -1;
+	atomic_store(&S.lost, false);
+	atomic_store(&S.stopping, false);
 	S.running = false;
 	pthread_mutex_unlock(&S.lock);
 	return 0;

@@ -3,6 +3,6 @@
 # crash ever found) through its fuzz target, built without libFuzzer.
 set -e
 srcdir=${srcdir:-.}
-for t in conf trace ops plugin; do
+for t in conf trace ops plugin ctl; do
 	./fuzz/replay_$t "$srcdir"/fuzz/corpus/$t/*
 done

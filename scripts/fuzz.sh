@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 # Executions per target in --runs mode: about 30 s each on CI's 2 cores
 # (docs/RELIABILITY.md has the measured rates).
-declare -A RUNS=([conf]=1000000 [trace]=300000 [ops]=8000000 [plugin]=2000000)
+declare -A RUNS=([conf]=1000000 [trace]=300000 [ops]=8000000 [plugin]=2000000 [ctl]=1000000)
 
 mode=
 secs=
@@ -37,7 +37,7 @@ if [ "$mode" = time ] && [ "${1:-}" = --seed ]; then
 	shift 2
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(conf trace ops plugin)
+[ ${#targets[@]} -gt 0 ] || targets=(conf trace ops plugin ctl)
 build=build-fuzz
 cc=${CLANG:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
@@ -62,7 +62,7 @@ mkdir -p "$build"
 deplibs=$(sed -n 's/^LIBUNWIND_LIBS = //p' "$build/Makefile")
 libs="-Wl,--whole-archive $build/.libs/liballoy.a -Wl,--no-whole-archive $deplibs -lpthread -ldl -lm"
 inc="-D_GNU_SOURCE -I. -Iinclude -I$build/include -I$build"
-declare -A extra=([conf]="" [trace]="analysis/trace.c" [ops]=""
+declare -A extra=([conf]="" [trace]="analysis/trace.c" [ops]="" [ctl]=""
 	[plugin]="-rdynamic -ldl -DFUZZ_PLUGIN_PATH=\"$PWD/$build/fuzz_plugin_so.so\"")
 
 # The plugin whose descriptor fuzz_plugin writes; liballoy's symbols come

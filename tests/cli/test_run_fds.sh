@@ -7,7 +7,7 @@
 # log: and --report stderr, and tests/programs/fdprog, which closes 3..1023,
 # opens two files of its own (at alloy's old numbers too, with --fill) and
 # checks that no descriptor of alloy's is below 100 in /proc/self/fd
-# (none at all with --report FILE alone; CPython's test_pass_fds_redirected
+# (none at all with --report FILE and control:0; CPython's test_pass_fds_redirected
 # too).  The program's files must equal a run without alloy; the report,
 # trace and log must still arrive whole (opened again; the report counts
 # the program's allocations: alloy was in its path), or a line on stderr
@@ -157,13 +157,20 @@ check "fdprog, the report's directory removed: its files are as without alloy" \
 check "fdprog, the report's directory removed: stderr says the report is lost" \
 	'grep -qx "alloy: report:$dir/sub/r.txt: cannot open it at exit (No such file or directory); no exit report is written" "$err"'
 
-# With --report FILE alone nothing of alloy's is open in the program
-# until it exits: a program listing every descriptor it has sees none.
+# With --report FILE alone and control:0 nothing of alloy's is open in
+# the program until it exits: a program listing every descriptor it has
+# sees none.  With the control socket on (the default), that socket is
+# the one descriptor it sees.
+rm -f "$r" "$a" "$b"
+rc=0
+under_front --conf control:0 --report "$r" -- "$fdprog" --min-fd 1000000 "$a" "$b" || rc=$?
+check "fdprog, --report FILE, control:0: no descriptor of alloy's at all" \
+	'[ "$rc" = 0 ] && counted "$r"'
 rm -f "$r" "$a" "$b"
 rc=0
 under_front --report "$r" -- "$fdprog" --min-fd 1000000 "$a" "$b" || rc=$?
-check "fdprog, --report FILE: no descriptor of alloy's at all" \
-	'[ "$rc" = 0 ] && counted "$r"'
+check "fdprog, --report FILE: the control socket is the one descriptor of alloy's" \
+	'[ "$rc" = 3 ] && [ "$(grep -c "was opened before main, close-on-exec" "$err")" = 1 ] && grep -q "(socket:" "$err"'
 
 # CPython's own test of the descriptors a child gets, where its test
 # package is installed.
@@ -171,10 +178,10 @@ py=python3
 if $py -c 'import test.test_subprocess' 2>/dev/null; then
 	rm -f "$r"
 	rc=0
-	under_front --report "$r" -- $py -m unittest \
+	under_front --conf control:0 --report "$r" -- $py -m unittest \
 		test.test_subprocess.POSIXProcessTestCase.test_pass_fds_redirected ||
 		rc=$?
-	check "CPython test_pass_fds_redirected under --report FILE" \
+	check "CPython test_pass_fds_redirected under --report FILE, control:0" \
 		'[ "$rc" = 0 ] && counted "$r"'
 else
 	echo "skipped: CPython's test_subprocess (no test package)"

@@ -13,6 +13,7 @@
 	X(unwind)            \
 	X(owner)             \
 	X(conf)              \
+	X(control)           \
 	X(registry)          \
 	X(plain)             \
 	X(fork)              \
