@@ -173,6 +173,45 @@ for b in $swaps; do
 	check "the traced window saw $b" 'grep -q "$b" "$out"'
 done
 
+# ---- a NumPy loop under python3 -m alloy ------------------------------
+
+pyloop='
+import os, sys
+import numpy as np
+total, i = 0.0, 0
+while i < 400 or not os.path.exists(sys.argv[1]):
+    a = np.arange(1000 + i % 5000, dtype=np.float64)
+    total += float((a * 2).sum()) if i < 400 else 0.0
+    i += 1
+print("numpy loop: %.1f" % total)
+'
+py=$top/python/uninstalled
+if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then
+	touch "$dir/pystop_now"
+	/usr/bin/python3 -c "$pyloop" "$dir/pystop_now" >"$dir/py_plain.out" 2>&1
+	"$py" -m alloy --conf "report:$dir/pyreport.txt" -c "$pyloop" \
+		"$dir/pystop" >"$dir/py.out" 2>"$dir/py.err" &
+	pid=$!
+	check "python3 -m alloy listens" 'wait_socket $pid'
+	for b in $swaps default; do
+		sleep 0.3
+		rc=$(ctl "$pid" swap "cpu:$b")
+		check "python3 -m alloy: swap cpu:$b while NumPy allocates" \
+			'[ "$rc" = 0 ] && grep -q "cpu default .* -> $b in" "$out"'
+	done
+	touch "$dir/pystop"
+	wait $pid
+	rc=$?
+	check "the NumPy loop prints what it prints without alloy" \
+		'[ "$rc" = 0 ] && cmp -s "$dir/py_plain.out" "$dir/py.out"'
+	for b in $swaps; do
+		check "NumPy's arrays were made on $b and all freed" \
+			'[ "$(column "$dir/pyreport.txt" $b 6)" -gt 0 ] && [ "$(column "$dir/pyreport.txt" $b 8)" = 0 ]'
+	done
+else
+	echo "skipped: python3 -m alloy (built without the Python module, or no NumPy)"
+fi
+
 # ---- a stale socket of a killed process -------------------------------
 
 "$ALLOY" run -- sleep 30 &
