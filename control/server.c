@@ -185,10 +185,24 @@ static bool serve_client(struct client *c)
 	return true;
 }
 
+/* A descriptor moved out of the program's way (kernel/fd.h). */
+static int high(int fd)
+{
+	int h;
+
+	if (fd < 0)
+		return fd;
+	h = alloy__fd_copy_high(fd);
+	if (h < 0)
+		return fd; /* keep the low one rather than nothing */
+	close(fd);
+	return h;
+}
+
 /* A new connection: the peer checked, greeted, given a slot. */
 static void take_client(struct client *clients)
 {
-	struct ucred cred;
+	struct ucred cred = { .uid = (uid_t)-1 };
 	socklen_t len = sizeof(cred);
 	struct timeval tv = { SEND_TIMEOUT, 0 };
 	char line[64];
@@ -197,6 +211,8 @@ static void take_client(struct client *clients)
 
 	if (fd < 0)
 		return;
+	/* Out of the program's way, as the listening socket is. */
+	fd = high(fd);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 	    !alloy__ctl_peer_allowed((unsigned)cred.uid, (unsigned)geteuid())) {
 		static const char refused[] =
@@ -277,6 +293,11 @@ static void *serve(void *arg)
 
 			if (c->fd < 0 || !fds[1 + i].revents)
 				continue;
+			/* Closed by the program: the number is not ours. */
+			if (fds[1 + i].revents & POLLNVAL) {
+				c->fd = -1;
+				continue;
+			}
 			if (!serve_client(c)) {
 				close(c->fd);
 				c->fd = -1;
@@ -293,20 +314,6 @@ static void *serve(void *arg)
 }
 
 /* ---- start and end ---------------------------------------------------- */
-
-/* A descriptor moved out of the program's way (kernel/fd.h). */
-static int high(int fd)
-{
-	int h;
-
-	if (fd < 0)
-		return fd;
-	h = alloy__fd_copy_high(fd);
-	if (h < 0)
-		return fd; /* keep the low one rather than nothing */
-	close(fd);
-	return h;
-}
 
 /* Sockets of processes that are gone, left by a kill: removed. */
 static void sweep(const char *dir)

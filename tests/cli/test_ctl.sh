@@ -14,21 +14,7 @@ clitest_scratch
 unset ALLOY_CONF ALLOY_PLUGINS ALLOY_MODULE_PATH
 prog=$tests/ctl_prog
 libs=$top/.libs
-# The sockets of this test in a directory of its own.
-XDG_RUNTIME_DIR=$dir/xdg
-export XDG_RUNTIME_DIR
-mkdir -m 700 "$XDG_RUNTIME_DIR"
-sockets=$XDG_RUNTIME_DIR/alloy
-
-# Wait (up to 10 s) until process $1 listens.
-wait_socket() {
-	i=0
-	while [ ! -S "$sockets/$1.sock" ] && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -S "$sockets/$1.sock" ]
-}
+. "$(dirname "$0")/ctltest.sh"
 
 ctl() {
 	"$ALLOY" ctl "$@" >"$out" 2>"$err"

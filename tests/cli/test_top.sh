@@ -9,19 +9,12 @@ set -u
 front_require
 clitest_scratch
 unset ALLOY_CONF ALLOY_PLUGINS ALLOY_MODULE_PATH
-XDG_RUNTIME_DIR=$dir/xdg
-export XDG_RUNTIME_DIR
-mkdir -m 700 "$XDG_RUNTIME_DIR"
-sockets=$XDG_RUNTIME_DIR/alloy
+. "$(dirname "$0")/ctltest.sh"
 
 "$ALLOY" run --conf report:stderr -- "$tests/ctl_prog" "$dir/stop" 2 \
 	>"$dir/prog.out" 2>"$dir/prog.err" &
 pid=$!
-i=0
-while [ ! -S "$sockets/$pid.sock" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_socket $pid
 
 rc=$(run top "$pid" --once)
 check "top PID --once: one frame of that process" \
@@ -29,9 +22,11 @@ check "top PID --once: one frame of that process" \
 check "the default's row counts allocations a second while the threads run" \
 	'awk "\$1 == \"default\" && \$3 == \"yes\" && \$(NF-1) > 100 { ok = 1 } END { exit !ok }" "$out"'
 check "no escape sequences in a frame for a script" '! grep -q "$(printf "\033")" "$out"'
+# Other programs of this user (other tests' under alloy run, with their
+# sockets in /tmp/alloy-UID) may be listed too, and end while it runs.
 rc=$(run top --once)
 check "top --once: every process of the user with a socket" \
-	'[ "$rc" = 0 ] && grep -q "^alloy top: 1 process;" "$out" && grep -q "^PID $pid " "$out"'
+	'grep -q "^alloy top: [1-9][0-9]* process" "$out" && grep -q "^PID $pid  resident" "$out"'
 rc=$(run top 2147480000 --once)
 check "top of a process without a socket: exit 1, said in the frame" \
 	'[ "$rc" = 1 ] && grep -q "no control socket for process 2147480000" "$out"'
