@@ -92,6 +92,8 @@ for what in ALLOY_PLUGINS ALLOY_MODULE_PATH "report:$work/out/setuid.report" \
 	check "setuid: the line names $what" \
 		"grep 'secure-execution mode' \"\$err\" | grep -qF \"$what\""
 done
+check "setuid: no control socket is opened (-EPERM)" \
+	"grep -q ' control=-1\$' \"\$out\""
 check "setuid: counted as one configuration error" \
 	"grep -q ' errors=[1-9]' \"\$out\""
 
@@ -108,6 +110,7 @@ check "control: the planted allocator is the CPU default" \
 for f in report trace log; do
 	check "control: the $f file is written" "[ -s \"\$work/out/plain.$f\" ]"
 done
+check "control: the control socket opens" "grep -q ' control=0\$' \"\$out\""
 check "control: nothing about secure-execution" \
 	"! grep -q 'secure-execution' \"\$err\""
 

@@ -18,10 +18,13 @@ int main(void)
 	int errors = alloy_init();
 	struct alloy_data_ptr dp;
 	int rc = alloy_context_new(ALLOY_CPU, 100, &dp);
+	/* A setuid program never opens a control socket (-EPERM). */
+	int control = alloy_control_start();
 
-	printf("at_secure=%lu euid=%d uid=%d errors=%d cpu=%s alloc=%d\n",
+	printf("at_secure=%lu euid=%d uid=%d errors=%d cpu=%s alloc=%d control=%d\n",
 	       getauxval(AT_SECURE), (int)geteuid(), (int)getuid(), errors,
-	       alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)), rc);
+	       alloy_allocator_name(alloy_get_default(ALLOY_DEVICE_CPU)), rc,
+	       control);
 	alloy_data_ptr_free(&dp);
 	return rc ? 1 : 0;
 }
