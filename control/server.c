@@ -36,7 +36,13 @@
 
 #define MAX_CLIENTS 8
 #define BACKLOG	    16
-#define STACK_BYTES (256 * 1024)
+/*
+ * Room for what a command may run on this thread (a module's load and
+ * its backend's start, the reporter's print), and little more: the
+ * stack is address space taken from a program that may run under a
+ * limit (ulimit -v).
+ */
+#define STACK_BYTES (128 * 1024)
 /* A client that does not read its reply for this long is dropped. */
 #define SEND_TIMEOUT 2
 
