@@ -42,6 +42,8 @@ for m in jemalloc mimalloc; do
 		echo "skipped: swap to $m (alloy_$m.so not built)"
 	fi
 done
+# Without the modules, the built-in debug wrapper is what is swapped in.
+[ -n "$swaps" ] || swaps=" debug"
 # The modules are loaded at start, so that no loader data is made on a
 # backend that is swapped in later: every block on them is the workload's.
 ALLOY_PLUGINS=$plugins "$ALLOY" run --conf "report:$dir/report.txt" -- \
