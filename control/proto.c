@@ -4,7 +4,7 @@
  * rule.
  *
  * A request is one line of printable text: the version token, a command
- * and its arguments, separated by blanks.  Everything a client sends is
+ * and its arguments, separated by spaces.  Everything a client sends is
  * checked here before any of it reaches the program: a control byte, an
  * unknown version, command or option, a missing or extra argument is
  * refused with a message that names it, escaped, so that a client's bytes
@@ -47,7 +47,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static bool blank(char c)
 {
-	return c == ' ' || c == '\t';
+	return c == ' ';
 }
 
 static void split(const char *s, size_t len, struct words *w)
@@ -220,7 +220,8 @@ int alloy__ctl_parse(const char *line, size_t len, struct ctl_request *req,
 	for (size_t i = 0; i < len; i++) {
 		unsigned char b = (unsigned char)line[i];
 
-		if ((b < 0x20 && b != '\t') || b == 0x7f)
+		/* A tab too: it would reach a trace's path otherwise. */
+		if (b < 0x20 || b == 0x7f)
 			return fail(
 				err, errlen,
 				"the request holds a control byte (0x%02x at %zu)",
