@@ -165,7 +165,7 @@ for t in "$src"/traces/*.trace; do
 		bad "expandable replay of $t: $(tail -n 1 "$work/err")"
 	python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-r, a = d["max_reserved_bytes"], d["max_allocated_bytes"]
+r, a = d["max_reserved_bytes"], d["peak_requested_bytes"]
 print("reserved %d, allocated %d: %.3f x" % (r, a, r / a))
 sys.exit(r > 1.02 * a)' "$work/replay" 2>&1 | tee -a "$log" ||
 		bad "expandable: $t reserved more than 1.02 x allocated"
