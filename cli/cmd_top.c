@@ -22,12 +22,19 @@
 
 #define MAX_PROCS  64
 #define MAX_ALLOCS 64
+#define MAX_GROUPS 5
 
 struct alloc_row {
 	char name[40], device[16];
 	int is_default;
 	long long blocks, bytes;
 	unsigned long long allocs, frees;
+	long long peak; /* -1: unknown */
+};
+
+struct group_row {
+	unsigned long long bytes, blocks;
+	char label[256];
 };
 
 struct sample {
@@ -37,6 +44,8 @@ struct sample {
 	unsigned long long rss;
 	bool reporter;
 	unsigned long long rep_current, rep_peak, rep_blocks;
+	int nowners, nsites;
+	struct group_row owners[MAX_GROUPS], sites[MAX_GROUPS];
 };
 
 struct proc {
@@ -57,6 +66,26 @@ static void restore_tty(void)
 	tty_raw = false;
 }
 
+/* "WORD BYTES BLOCKS LABEL...": the label is the rest of the line. */
+static void parse_group(const char *p, struct group_row *rows, int *n)
+{
+	struct group_row *g = &rows[*n];
+	int at = 0;
+	size_t len;
+
+	if (*n == MAX_GROUPS ||
+	    sscanf(p, "%*s %llu %llu %n", &g->bytes, &g->blocks, &at) < 2 ||
+	    !at)
+		return;
+	p += at;
+	len = strcspn(p, "\n");
+	if (len >= sizeof(g->label))
+		len = sizeof(g->label) - 1;
+	memcpy(g->label, p, len);
+	g->label[len] = '\0';
+	(*n)++;
+}
+
 static void parse_sample(const char *body, struct sample *s)
 {
 	const char *p = body;
@@ -64,19 +93,29 @@ static void parse_sample(const char *body, struct sample *s)
 	memset(s, 0, sizeof(*s));
 	while (p && *p) {
 		struct alloc_row *r = &s->rows[s->n];
+		int fields;
 
 		if (s->n < MAX_ALLOCS &&
-		    sscanf(p, "allocator %39s %15s %d %lld %lld %llu %llu",
-			   r->name, r->device, &r->is_default, &r->blocks,
-			   &r->bytes, &r->allocs, &r->frees) == 7)
+		    (fields = sscanf(
+			     p,
+			     "allocator %39s %15s %d %lld %lld %llu %llu %lld",
+			     r->name, r->device, &r->is_default, &r->blocks,
+			     &r->bytes, &r->allocs, &r->frees, &r->peak)) >=
+			    7) {
+			if (fields == 7)
+				r->peak = -1;
 			s->n++;
-		else if (sscanf(p, "time %lf", &s->time) == 1)
+		} else if (sscanf(p, "time %lf", &s->time) == 1)
 			;
 		else if (sscanf(p, "rss %llu", &s->rss) == 1)
 			;
 		else if (sscanf(p, "reporter %llu %llu %llu", &s->rep_current,
 				&s->rep_peak, &s->rep_blocks) == 3)
 			s->reporter = true;
+		else if (!strncmp(p, "owner ", 6))
+			parse_group(p, s->owners, &s->nowners);
+		else if (!strncmp(p, "site ", 5))
+			parse_group(p, s->sites, &s->nsites);
 		p = strchr(p, '\n');
 		if (p)
 			p++;
@@ -131,6 +170,21 @@ static const struct alloc_row *find_row(const struct sample *s,
 	return NULL;
 }
 
+/* The reporter's owners or sites holding the most live bytes. */
+static void print_groups(const char *what, const struct group_row *g, int n)
+{
+	char a[32];
+
+	if (!n)
+		return;
+	printf("\n  %12s %12s  %s (top %d by live bytes)\n", "LIVE BYTES",
+	       "LIVE BLOCKS", what, n);
+	for (int i = 0; i < n; i++)
+		printf("  %12s %12llu  %s\n",
+		       human((double)g[i].bytes, a, sizeof(a)), g[i].blocks,
+		       g[i].label);
+}
+
 static void print_proc(const struct proc *pr)
 {
 	const struct sample *s = &pr->cur;
@@ -148,8 +202,9 @@ static void print_proc(const struct proc *pr)
 		       human((double)s->rep_current, a, sizeof(a)),
 		       human((double)s->rep_peak, b, sizeof(b)));
 	printf("%s\n", pr->gone ? "  (gone)" : "");
-	printf("  %-16s %-9s %-7s %12s %12s %11s %11s\n", "ALLOCATOR", "DEVICE",
-	       "DEFAULT", "LIVE BLOCKS", "LIVE BYTES", "ALLOCS/S", "FREES/S");
+	printf("  %-16s %-9s %-7s %12s %12s %12s %11s %11s\n", "ALLOCATOR",
+	       "DEVICE", "DEFAULT", "LIVE BLOCKS", "LIVE BYTES", "PEAK",
+	       "ALLOCS/S", "FREES/S");
 	for (int i = 0; i < s->n; i++) {
 		const struct alloc_row *r = &s->rows[i];
 		const struct alloc_row *p =
@@ -163,14 +218,19 @@ static void print_proc(const struct proc *pr)
 			ar = (double)(r->allocs - p->allocs) / dt;
 			fr = (double)(r->frees - p->frees) / dt;
 		}
-		printf("  %-16s %-9s %-7s %12lld %12s", r->name, r->device,
+		printf("  %-16s %-9s %-7s %12lld %12s %12s", r->name, r->device,
 		       r->is_default ? "yes" : "", r->blocks,
-		       human((double)r->bytes, a, sizeof(a)));
+		       r->bytes < 0 ? "-"
+				    : human((double)r->bytes, a, sizeof(a)),
+		       r->peak < 0 ? "-"
+				   : human((double)r->peak, b, sizeof(b)));
 		if (ar < 0)
 			printf(" %11s %11s\n", "-", "-");
 		else
 			printf(" %11.0f %11.0f\n", ar, fr);
 	}
+	print_groups("OWNER", s->owners, s->nowners);
+	print_groups("SITE", s->sites, s->nsites);
 	printf("\n");
 }
 
@@ -281,9 +341,12 @@ const struct cli_command cmd_top = {
 		"\n"
 		"Shows, for each process (every one of this user's processes with a\n"
 		"control socket when no PID is given), refreshed each second: its\n"
-		"resident memory, the reporter's live and peak bytes when it is on,\n"
-		"and per allocator used (or default) live blocks and bytes and\n"
-		"allocations and frees a second.  On a terminal, q quits.\n"
+		"resident memory; per allocator used (or default) live blocks and\n"
+		"bytes, peak bytes, and allocations and frees a second; and while\n"
+		"the reporter is on, its live and peak bytes and the five owners\n"
+		"and call sites holding the most live bytes.  Bytes read \"-\" where\n"
+		"they are not counted: malloc's blocks are counted by number, and by\n"
+		"size only while the reporter is on.  On a terminal, q quits.\n"
 		"\n"
 		"  --once   print one frame (two samples a second apart) and exit:\n"
 		"           1 when a process could not be read\n",

@@ -17,6 +17,7 @@
 #include <alloy/alloy.h>
 
 #include "kernel/arena.h"
+#include "kernel/front.h"
 #include "control/internal.h"
 
 /* ---- the reply's body ----------------------------------------------- */
@@ -302,49 +303,118 @@ static unsigned long long resident_bytes(void)
 	return rss * (unsigned long long)sysconf(_SC_PAGESIZE);
 }
 
+#define TOP_GROUPS 5
+
+struct stats_ctx {
+	struct ctl_out *o;
+	struct alloy_reporter_snapshot *rep; /* NULL: the reporter is off */
+};
+
+/*
+ * The reporter's count for allocator a (summed over devices): its peak
+ * or its current bytes.  False when the reporter does not record it.
+ */
+static bool reporter_bytes(const struct alloy_allocator *a,
+			   const struct alloy_reporter_snapshot *rep,
+			   long long *current, long long *peak)
+{
+	bool seen = false;
+
+	*current = *peak = 0;
+	for (uint32_t i = 0; rep && i < rep->nentries; i++)
+		if (!strcmp(rep->entries[i].allocator,
+			    alloy_allocator_name(a))) {
+			*current += (long long)rep->entries[i].c.current_bytes;
+			*peak += (long long)rep->entries[i].c.peak_bytes;
+			seen = true;
+		}
+	return seen;
+}
+
+/*
+ * Live and peak bytes: the reporter's while it records; else the
+ * allocator's own count, except that the malloc front counts blocks and
+ * not bytes, so an allocator that has served malloc has none (-1).
+ */
 static int stats_one(struct alloy_allocator *a, void *arg)
 {
+	struct stats_ctx *c = arg;
 	struct alloy_allocator_stats st = ALLOY_ALLOCATOR_STATS_INIT;
 	int type = alloy_allocator_device_type(a);
+	long long bytes, peak;
 
 	if (alloy_allocator_stats(a, &st) < 0)
 		memset(&st, 0, sizeof(st));
+	if (!reporter_bytes(a, c->rep, &bytes, &peak)) {
+		bool front = alloy__front_holds(a);
+
+		bytes = front ? -1 : alloy_allocator_live_bytes(a);
+		peak = front || !st.peak_allocated
+			       ? -1
+			       : (long long)st.peak_allocated;
+	}
 	alloy__ctl_out_printf(
-		arg, "allocator %s %s %d %lld %lld %llu %llu\n",
+		c->o, "allocator %s %s %d %lld %lld %llu %llu %lld\n",
 		alloy_allocator_name(a), alloy_device_type_name(type),
 		alloy_get_default(type) == a, alloy_allocator_live_blocks(a),
-		alloy_allocator_live_bytes(a),
-		(unsigned long long)st.num_allocs,
-		(unsigned long long)st.num_frees);
+		bytes, (unsigned long long)st.num_allocs,
+		(unsigned long long)st.num_frees, peak);
 	return 0;
+}
+
+/* The groups holding the most live bytes, a line each, label last. */
+static void stats_groups(struct ctl_out *o, enum alloy_reporter_group_by by,
+			 const char *word)
+{
+	size_t room = TOP_GROUPS * sizeof(struct alloy_reporter_group);
+	struct alloy_reporter_group *g = alloy__arena_alloc(room);
+	int n;
+
+	if (!g)
+		return;
+	n = alloy_reporter_top(by, g, TOP_GROUPS);
+	for (int i = 0; i < n; i++)
+		alloy__ctl_out_printf(o, "%s %llu %llu %s\n", word,
+				      (unsigned long long)g[i].bytes,
+				      (unsigned long long)g[i].blocks,
+				      g[i].label);
+	alloy__arena_free(g, room);
 }
 
 /*
  * One machine-readable sample for `alloy top`: a line per allocator
- * (name, device, default, live blocks, live bytes, allocations, frees),
- * the resident set, and the reporter's totals when it is on.
+ * (name, device, default, live blocks, live bytes or -1, allocations,
+ * frees, peak bytes or -1), the resident set, and while the reporter is on its
+ * totals and the owners and sites holding the most live bytes.
  */
 static int stats(struct ctl_out *o, char *msg, size_t len)
 {
-	struct alloy_reporter_snapshot *s;
+	struct stats_ctx c = { .o = o };
+	struct alloy_reporter_snapshot *s = NULL;
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	alloy__ctl_out_printf(o, "time %lld.%09ld\n", (long long)ts.tv_sec,
-			      ts.tv_nsec);
-	alloy_foreach_allocator(stats_one, o);
-	alloy__ctl_out_printf(o, "rss %llu\n", resident_bytes());
 	if (alloy_reporter_enabled() && (s = alloy__arena_alloc(sizeof(*s)))) {
 		s->size = sizeof(*s);
 		s->version = ALLOY_REPORTER_SNAPSHOT_VERSION;
 		if (!alloy_reporter_snapshot(s))
-			alloy__ctl_out_printf(
-				o, "reporter %llu %llu %llu\n",
-				(unsigned long long)s->total.current_bytes,
-				(unsigned long long)s->total.peak_bytes,
-				(unsigned long long)s->total.live_blocks);
-		alloy__arena_free(s, sizeof(*s));
+			c.rep = s;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	alloy__ctl_out_printf(o, "time %lld.%09ld\n", (long long)ts.tv_sec,
+			      ts.tv_nsec);
+	alloy_foreach_allocator(stats_one, &c);
+	alloy__ctl_out_printf(o, "rss %llu\n", resident_bytes());
+	if (c.rep) {
+		alloy__ctl_out_printf(
+			o, "reporter %llu %llu %llu\n",
+			(unsigned long long)s->total.current_bytes,
+			(unsigned long long)s->total.peak_bytes,
+			(unsigned long long)s->total.live_blocks);
+		stats_groups(o, ALLOY_REPORTER_BY_OWNER, "owner");
+		stats_groups(o, ALLOY_REPORTER_BY_SITE, "site");
+	}
+	if (s)
+		alloy__arena_free(s, sizeof(*s));
 	return say(msg, len, 0, "stats");
 }
 

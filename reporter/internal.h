@@ -133,6 +133,38 @@ ALLOY_HIDDEN int
 alloy__ptrtable_foreach_locked(int (*fn)(const struct rep_block *b, void *arg),
 			       void *arg);
 
+/* ---- live blocks grouped by site or owner (group.c) ------------------ */
+
+#define REP_GROUP_NONE UINT64_MAX /* the key of blocks without one */
+
+enum rep_group_by {
+	REP_BY_STACK, /* the whole call stack */
+	REP_BY_FRAME, /* its innermost frame: one line of a live view */
+	REP_BY_OWNER,
+};
+
+struct rep_group {
+	uint64_t key; /* a stack id, frame or owner id, REP_GROUP_NONE; 0: empty
+		       */
+	uint64_t bytes, blocks;
+};
+
+struct rep_groups {
+	struct rep_group *g; /* n groups, the k largest first */
+	size_t n;
+	uint64_t bytes, blocks; /* over every group */
+	size_t room;		/* bytes of g, from the arena */
+};
+
+/*
+ * Group the live blocks, the k holding the most bytes first: 0, or
+ * -ENOMEM.  Free the result with alloy__rep_groups_free (also after a
+ * failure).
+ */
+ALLOY_HIDDEN int alloy__rep_group_live(struct rep_groups *t,
+				       enum rep_group_by by, size_t k);
+ALLOY_HIDDEN void alloy__rep_groups_free(struct rep_groups *t);
+
 /* ---- tables that only grow (intern.c) -------------------------------- */
 
 /*

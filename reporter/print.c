@@ -253,88 +253,21 @@ static void put_leak(struct out *o, const struct rep_block *b, bool first)
 
 /* ---- leaks in summary: a count, and the sites holding the most ------- */
 
-struct site {
-	uint32_t stack; /* 0: empty slot, UINT32_MAX: blocks without a stack */
-	uint64_t bytes, blocks;
-};
-
-struct sites {
-	struct site *s;
-	size_t cap; /* a power of two */
-	uint64_t blocks, bytes;
-};
-
-static int count_block(const struct rep_block *b, void *arg)
-{
-	(void)b;
-	((struct sites *)arg)->blocks++;
-	return 0;
-}
-
-static int add_site(const struct rep_block *b, void *arg)
-{
-	struct sites *t = arg;
-	uint32_t key = b->stack ? b->stack : UINT32_MAX;
-	size_t i = (size_t)(alloy__rep_mix(0, key) >> 32) & (t->cap - 1);
-
-	while (t->s[i].stack && t->s[i].stack != key)
-		i = (i + 1) & (t->cap - 1);
-	t->s[i].stack = key;
-	t->s[i].bytes += b->size;
-	t->s[i].blocks++;
-	t->blocks++;
-	t->bytes += b->size;
-	return 0;
-}
-
-/*
- * The first k of s[0..n) in order of bytes (ties by stack), by selection:
- * k is small, and qsort() may call malloc.
- */
-static void top_sites(struct site *s, size_t n, size_t k)
-{
-	for (size_t i = 0; i < k && i < n; i++) {
-		size_t best = i;
-
-		for (size_t j = i + 1; j < n; j++)
-			if (s[j].bytes > s[best].bytes ||
-			    (s[j].bytes == s[best].bytes &&
-			     s[j].stack < s[best].stack))
-				best = j;
-		struct site tmp = s[i];
-
-		s[i] = s[best];
-		s[best] = tmp;
-	}
-}
-
 static void put_leak_summary(struct out *o)
 {
-	struct sites t = { 0 };
-	size_t bytes, n = 0;
+	struct rep_groups t;
 
-	/* Blocks freed meanwhile only leave room; new ones are not counted. */
-	alloy__ptrtable_foreach(count_block, &t);
-	for (t.cap = 64; t.cap < 2 * t.blocks + 2; t.cap *= 2)
-		;
-	bytes = t.cap * sizeof(*t.s);
-	t.s = alloy__arena_alloc(bytes);
-	t.blocks = 0;
-	if (t.s)
-		alloy__ptrtable_foreach(add_site, &t);
-	for (size_t i = 0; t.s && i < t.cap; i++)
-		if (t.s[i].stack)
-			t.s[n++] = t.s[i];
-	top_sites(t.s, n, MAX_SITES);
+	alloy__rep_group_live(&t, REP_BY_STACK, MAX_SITES);
 	if (o->json)
 		put(o, ",\n \"leak_sites\": [");
 	else
 		put(o, "blocks live at exit: %llu blocks, %llu bytes%s\n",
 		    (unsigned long long)t.blocks, (unsigned long long)t.bytes,
 		    t.blocks ? "" : ": no leaks");
-	for (size_t i = 0; i < n && i < MAX_SITES; i++) {
-		const struct site *st = &t.s[i];
-		uint32_t stack = st->stack == UINT32_MAX ? 0 : st->stack;
+	for (size_t i = 0; i < t.n && i < MAX_SITES; i++) {
+		const struct rep_group *st = &t.g[i];
+		uint32_t stack =
+			st->key == REP_GROUP_NONE ? 0 : (uint32_t)st->key;
 
 		if (o->json) {
 			put(o,
@@ -352,12 +285,12 @@ static void put_leak_summary(struct out *o)
 			  : " (no call stack: backtrace:1 records them)");
 		put_stack(o, stack, "      ");
 	}
-	if (!o->json && n > MAX_SITES)
-		put(o, "  ... and %zu more sites\n", n - MAX_SITES);
+	if (!o->json && t.n > MAX_SITES)
+		put(o, "  ... and %zu more sites\n", t.n - MAX_SITES);
 	if (o->json)
 		put(o, "],\n \"leaked_blocks\": %llu, \"leaked_bytes\": %llu",
 		    (unsigned long long)t.blocks, (unsigned long long)t.bytes);
-	alloy__arena_free(t.s, bytes);
+	alloy__rep_groups_free(&t);
 }
 
 /* listed: room for MAX_LISTED records. */

@@ -100,8 +100,9 @@ CORE_HEADERS = {
     "root": {"compose.h", "plugins.h", "secure.h"},
     # the front's engine: the malloc family's functions and its depth
     "preload": {"front.h"},
-    # never opened in secure-execution mode
-    "control": {"secure.h"},
+    # never opened in secure-execution mode; which allocators served
+    # malloc (the front counts their blocks, not their bytes)
+    "control": {"secure.h", "front.h"},
 }
 
 LEVEL = {f: i for i, line in enumerate(LAYERS) for f, _ in line}

@@ -115,6 +115,27 @@ enum alloy_report_format {
 int alloy_reporter_print(void (*write)(void *arg, const char *text), void *arg,
 			 enum alloy_report_format format, bool leaks);
 
+enum alloy_reporter_group_by {
+	ALLOY_REPORTER_BY_SITE = 0,  /* the innermost frame of the call stack */
+	ALLOY_REPORTER_BY_OWNER = 1, /* the owner label (alloy/owner.h) */
+};
+
+struct alloy_reporter_group {
+	uint64_t bytes;	 /* live bytes now */
+	uint64_t blocks; /* live blocks now */
+	char label[256]; /* the owner's label or the site's frame */
+};
+
+/*
+ * The live blocks now, grouped by site or by owner: fills at most n
+ * groups, those holding the most bytes first, and returns how many, 0
+ * while the reporter is off, or -EINVAL / -ENOMEM.  Blocks without a call
+ * stack (backtrace off) or without an owner make one group, labelled so.
+ * It walks every live block: for live views, not for a hot path.
+ */
+int alloy_reporter_top(enum alloy_reporter_group_by by,
+		       struct alloy_reporter_group *groups, size_t n);
+
 /* Flush the trace and event log to their files now. */
 int alloy_reporter_flush(void);
 

@@ -701,6 +701,79 @@ START_TEST(text_report_names_leaks_and_sites)
 }
 END_TEST
 
+/*
+ * The live view's grouping: owners and sites holding the most bytes come
+ * first, with their blocks counted; blocks without a label make a group
+ * named so; nothing while the reporter is off; a bad grouping is refused.
+ */
+START_TEST(top_groups_live_blocks_by_owner_and_site)
+{
+	struct alloy_reporter_group g[3];
+	struct test_alloc ta;
+	struct alloy_allocator *a;
+	struct alloy_data_ptr big[3], small[5], plain;
+	int n;
+
+#ifdef HAVE_LIBUNWIND
+	test_set_conf("backtrace:1");
+#endif
+	a = test_alloc_register(&ta, "rep_top");
+	ck_assert_int_eq(alloy_reporter_top(ALLOY_REPORTER_BY_OWNER, g, 3), 0);
+	ck_assert_ok(alloy_reporter_enable());
+	ck_assert_ok(alloy_owner_push("top/big"));
+	for (int i = 0; i < 3; i++)
+		ck_assert_ok(alloy_alloc(a, 30000, 0, 0, &big[i]));
+	ck_assert_ok(alloy_owner_pop());
+	ck_assert_ok(alloy_owner_push("top/small"));
+	for (int i = 0; i < 5; i++)
+		ck_assert_ok(alloy_alloc(a, 1000, 0, 0, &small[i]));
+	ck_assert_ok(alloy_owner_pop());
+	ck_assert_ok(alloy_alloc(a, 2000, 0, 0, &plain));
+
+	n = alloy_reporter_top(ALLOY_REPORTER_BY_OWNER, g, 3);
+	ck_assert_int_eq(n, 3);
+	ck_assert_str_eq(g[0].label, "top/big");
+	ck_assert_uint_eq(g[0].bytes, 90000);
+	ck_assert_uint_eq(g[0].blocks, 3);
+	ck_assert_str_eq(g[1].label, "top/small");
+	ck_assert_uint_eq(g[1].bytes, 5000);
+	ck_assert_uint_eq(g[1].blocks, 5);
+	ck_assert_str_eq(g[2].label, "(no owner)");
+	ck_assert_uint_ge(g[2].bytes, 2000);
+	/* Room for one: the largest only. */
+	ck_assert_int_eq(alloy_reporter_top(ALLOY_REPORTER_BY_OWNER, g, 1), 1);
+	ck_assert_str_eq(g[0].label, "top/big");
+
+	n = alloy_reporter_top(ALLOY_REPORTER_BY_SITE, g, 3);
+	ck_assert_int_ge(n, 1);
+#ifdef HAVE_LIBUNWIND
+	/*
+	 * The innermost frame is the call's own place in this function: the
+	 * three large blocks share one, the small ones another.
+	 */
+	ck_assert_ptr_nonnull(
+		strstr(g[0].label, "top_groups_live_blocks_by_owner_and_site"));
+	ck_assert_uint_eq(g[0].bytes, 90000);
+	ck_assert_uint_eq(g[0].blocks, 3);
+	ck_assert_uint_eq(g[1].bytes, 5000);
+	ck_assert_str_ne(g[0].label, g[1].label);
+#else
+	ck_assert_str_eq(g[0].label,
+			 "(no call stack: backtrace on records them)");
+#endif
+	ck_assert_int_eq(
+		alloy_reporter_top((enum alloy_reporter_group_by)7, g, 3),
+		-EINVAL);
+	ck_assert_int_eq(alloy_reporter_top(ALLOY_REPORTER_BY_SITE, NULL, 3),
+			 -EINVAL);
+	for (int i = 0; i < 3; i++)
+		alloy_data_ptr_free(&big[i]);
+	for (int i = 0; i < 5; i++)
+		alloy_data_ptr_free(&small[i]);
+	alloy_data_ptr_free(&plain);
+}
+END_TEST
+
 #ifdef HAVE_LIBUNWIND
 /*
  * A frame name past 500 characters (C++ templates) still ends its line:
@@ -908,6 +981,7 @@ Suite *suite_reporter(void)
 	tcase_add_test(tc, thread_stress_accounts_exactly);
 	tcase_add_test(tc, json_report_parses_back);
 	tcase_add_test(tc, text_report_names_leaks_and_sites);
+	tcase_add_test(tc, top_groups_live_blocks_by_owner_and_site);
 #ifdef HAVE_LIBUNWIND
 	tcase_add_test(tc, text_report_lines_end_after_long_names);
 #else
