@@ -12,7 +12,10 @@
  * keyed by the user pointer, rather than a header in the block: a free of
  * a pointer it never made is then recognised without reading the memory
  * before it, which may not be mapped.  The record also holds the
- * allocation site (backtrace()) and, once freed, the free site.
+ * allocation site and, once freed, the free site: the caller's frames,
+ * from core's walk of the unwind tables (kernel/unwind.c, a cache probe
+ * per frame once a site has been seen), or from backtrace() where the
+ * walk cannot go.
  *
  * A freed block is poisoned and kept, with its record, in a FIFO
  * quarantine: a second free of it is a double free with both sites to
@@ -44,6 +47,7 @@
 #include "allocators/builtin.h"
 #include "allocators/wrap.h"
 #include "kernel/conf.h"
+#include "kernel/count.h"
 #include <alloy/debug.h>
 
 /*
@@ -483,6 +487,27 @@ static void release(struct debug_state *d, struct block *list)
 
 /* ---- the allocator ------------------------------------------------------ */
 
+/*
+ * The call stack into site, alloy's own leading frames (this allocator,
+ * alloy_alloc, the malloc front) left out so that the FRAMES kept are
+ * the program's: how many.
+ */
+static int capture_site(void **site)
+{
+	uintptr_t buf[FRAMES + 16];
+	int skip, n = alloy__unwind_self(buf, FRAMES + 16, &skip);
+
+	if (n < 0)
+		return backtrace(site, FRAMES);
+	if (skip == n)
+		skip = 0; /* all alloy's own: keep them rather than nothing */
+	n -= skip;
+	if (n > FRAMES)
+		n = FRAMES;
+	memcpy(site, buf + skip, (size_t)n * sizeof(*site));
+	return n;
+}
+
 static void *debug_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 {
 	struct debug_state *d = ctx;
@@ -502,7 +527,7 @@ static void *debug_alloc(void *ctx, size_t size, size_t align, unsigned flags)
 			     size, rz);
 		return NULL;
 	}
-	nsite = backtrace(site, FRAMES);
+	nsite = capture_site(site);
 	base = alloy__wrap_inner_alloc(&d->w, &inner, total, align,
 				       flags & ~ALLOY_ALLOC_ZERO);
 	if (!base)
@@ -553,7 +578,7 @@ static void debug_free(void *ctx, void *ptr, size_t size, size_t align)
 	struct debug_state *d = ctx;
 	struct block *evicted = NULL;
 	void *site[FRAMES];
-	int nsite = backtrace(site, FRAMES);
+	int nsite = capture_site(site);
 	struct block **slot;
 	struct block *b;
 

@@ -40,7 +40,7 @@
 #include <alloy/alloy.h>
 
 #include "bench.h"
-#include "reporter/unwind.h"
+#include "kernel/unwind.h"
 
 #define ROUNDS	    7
 #define DEPTH	    24
@@ -53,7 +53,7 @@ extern char **environ;
 
 enum capture_way { WAY_NONE, WAY_FP, WAY_UNWIND, WAY_TABLES };
 
-/* The reporter's own walk (reporter/unwind.c, built into this tool too). */
+/* The reporter's own walk (kernel/unwind.c, built into this tool too). */
 static struct alloy__unwind_cache tables_cache;
 
 static void *frames[MAX_FRAMES];

@@ -40,7 +40,7 @@ struct alloy__conf {
 	char log[ALLOY_CONF_PATH_MAX];
 	char trace[ALLOY_CONF_PATH_MAX];
 	bool backtrace;
-	char unwinder[10]; /* tables or libunwind (reporter/unwind.c) */
+	char unwinder[10]; /* tables or libunwind (kernel/unwind.c) */
 	char leaks[8];	   /* full, summary or off */
 	/*
 	 * The process whose report, trace and log take their paths as

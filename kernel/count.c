@@ -26,6 +26,7 @@
 #include "registry.h"
 #include "fork.h"
 #include "arena.h"
+#include "unwind.h"
 
 __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
@@ -478,4 +479,17 @@ int alloy_allocator_stats(struct alloy_allocator *a,
 	mine.size = size;
 	memcpy(st, &mine, size);
 	return 0;
+}
+
+int alloy__unwind_self(uintptr_t *out, int max, int *leading_ours)
+{
+	struct alloy__tls *t = alloy__tls_self;
+
+	if (!t)
+		return -1;
+	if (unlikely(!t->walk))
+		t->walk = alloy__arena_alloc(sizeof(*t->walk));
+	if (!t->walk)
+		return -1;
+	return alloy__unwind(t->walk, out, max, leading_ours);
 }

@@ -37,6 +37,8 @@
 
 /* Per-allocator counters: tcount slots base + ALLOY__C_* (alloy/inline.h). */
 
+struct alloy__unwind_cache; /* kernel/unwind.h */
+
 struct alloy__tls {
 	union {
 		struct {
@@ -69,12 +71,14 @@ struct alloy__tls {
 	 */
 	void *cache;
 	/*
-	 * The reporter's stack-capture state (reporter/stacks.c: the unwind
-	 * cache and the recent stacks), made at the thread's first call
-	 * stack and kept with the record: what it holds is the process's,
+	 * The cache of the thread's walks of the unwind tables
+	 * (kernel/unwind.c), made at its first walk, and the reporter's
+	 * recent stacks (reporter/stacks.c), made at its first call stack:
+	 * both kept with the record, since what they hold is the process's,
 	 * not the thread's.
 	 */
-	void *unwind;
+	struct alloy__unwind_cache *walk;
+	void *stacks;
 	/*
 	 * Where an allocation that found no default counts itself
 	 * (alloy__no_default's counters): written, never read.
@@ -155,6 +159,13 @@ static inline bool alloy__slow_now(struct alloy__tls *t)
  * the shared totals.
  */
 ALLOY_HIDDEN struct alloy__tls *alloy__tls_create(void);
+
+/*
+ * The calling thread's call stack by alloy__unwind (kernel/unwind.h),
+ * through its record's cache: -1 also where the thread has no record or
+ * no memory for the cache, and the caller then asks another unwinder.
+ */
+ALLOY_HIDDEN int alloy__unwind_self(uintptr_t *out, int max, int *leading_ours);
 
 static inline struct alloy__tls *alloy__tls_get(void)
 {

@@ -42,7 +42,7 @@
 
 #include "internal.h"
 #include "kernel/arena.h"
-#include "reporter/unwind.h"
+#include "kernel/unwind.h"
 
 /* Room for alloy's own frames above the REP_MAX_FRAMES kept. */
 #define CAPTURE_MAX (REP_MAX_FRAMES + 24)
@@ -377,8 +377,9 @@ bool alloy__rep_stacks_available(void)
 #ifdef HAVE_LIBUNWIND
 /*
  * What a thread keeps to capture stacks cheaply, with its record (the
- * record's unwind pointer), made at its first stack: the unwind cache,
- * and its latest stacks by hash, so that a stack the thread saw lately is
+ * record's stacks pointer; the walk's cache is the record's too), made at
+ * its first stack: its latest stacks by hash, so that a stack the thread
+ * saw lately is
  * found by one compare of its frames, without the shared index and the
  * walk up the tree that confirms a match there.  Stack ids are never
  * reused, so what the memo holds stays right for a record's next thread.
@@ -395,7 +396,6 @@ struct memo {
 };
 
 struct thread_stacks {
-	struct alloy__unwind_cache unwind;
 	struct memo memo[MEMO_SLOTS];
 };
 
@@ -406,9 +406,9 @@ static struct thread_stacks *thread_stacks(void)
 
 	if (!t)
 		return NULL;
-	if (unlikely(!t->unwind))
-		t->unwind = alloy__arena_alloc(sizeof(struct thread_stacks));
-	return t->unwind;
+	if (unlikely(!t->stacks))
+		t->stacks = alloy__arena_alloc(sizeof(struct thread_stacks));
+	return t->stacks;
 }
 
 /*
@@ -418,7 +418,7 @@ static struct thread_stacks *thread_stacks(void)
 static int capture(struct thread_stacks *ts, uintptr_t *buf, int *skip)
 {
 	int n = ts && !S.libunwind_only
-			? alloy__unwind(&ts->unwind, buf, CAPTURE_MAX, skip)
+			? alloy__unwind_self(buf, CAPTURE_MAX, skip)
 			: -1;
 
 	if (n >= 0)

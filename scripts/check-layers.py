@@ -92,14 +92,18 @@ CORE_HEADERS = {
     # record and counts there; a wrapper holds its inner in the table
     "allocators": {"count.h", "registry.h"},
     # its counters and sections, an allocator's name and key, the hooks
-    # it installs, owner labels, its fork handlers nested in core's
-    "reporter": {"count.h", "registry.h", "hooks.h", "owner.h", "fork.h"},
+    # it installs, owner labels, its fork handlers nested in core's, the
+    # walk of the unwind tables
+    "reporter": {"count.h", "registry.h", "hooks.h", "owner.h", "fork.h",
+                 "unwind.h"},
     # a blob's name kept as an owner label
     "tensor": {"owner.h"},
     # the composer and its configuration steps, ALLOY_PLUGINS
     "root": {"compose.h", "plugins.h", "secure.h"},
     # the front's engine: the malloc family's functions and its depth
     "preload": {"front.h"},
+    # times core's walk of the unwind tables against libunwind's
+    "bench": {"unwind.h"},
     # never opened in secure-execution mode; which allocators served
     # malloc (the front counts their blocks, not their bytes)
     "control": {"secure.h", "front.h"},

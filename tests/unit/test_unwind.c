@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * tests/unit/test_unwind.c - the reporter's walk of the unwind tables
- * (reporter/unwind.c, built into the runner) against libunwind's
+ * (kernel/unwind.c, built into the runner) against libunwind's
  * unw_backtrace from the same place: the same callers, frame for frame,
  * to the outermost one - through recursion without frame pointers, a
  * frame addressed from rbp (alloca), libc's qsort, a second thread; a
@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 
 #include "testutil.h"
-#include "reporter/unwind.h"
+#include "kernel/unwind.h"
 
 #if defined(HAVE_LIBUNWIND) && defined(__x86_64__)
 #include <dlfcn.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reporter/unwind.h - the calling thread's call stack from the unwind
+ * kernel/unwind.h - the calling thread's call stack from the unwind
  * tables, with a per-thread cache of each return address's frame
- * (reporter/unwind.c has the design).  x86-64 only; elsewhere every
+ * (kernel/unwind.c has the design).  x86-64 only; elsewhere every
  * walk says "ask libunwind".
  */
 #ifndef ALLOY_REPORTER_UNWIND_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * reporter/unwind.c - the calling thread's call stack, read from the
+ * kernel/unwind.c - the calling thread's call stack, read from the
  * unwind tables (.eh_frame) that every object built for x86-64 Linux
  * carries, with a per-thread cache of each return address's frame.
  *
@@ -44,7 +44,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "reporter/unwind.h"
+#include "kernel/unwind.h"
 
 bool alloy__unwind_is_ours(const char *path)
 {
