@@ -56,6 +56,23 @@ static void consume(struct ctl_conn *c, size_t used)
 	memmove(c->in, c->in + used, c->len);
 }
 
+/* Whether process pid has alloy's LD_PRELOAD front loaded (its maps). */
+static bool runs_front(long pid)
+{
+	char path[64], line[4096];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/liballoy_preload.so") != NULL;
+	fclose(f);
+	return found;
+}
+
 int ctl_connect(struct ctl_conn *c, long pid, char *err, size_t errlen)
 {
 	char dirs[CTL_MAX_DIRS][CTL_PATH_MAX], path[CTL_PATH_MAX];
@@ -101,6 +118,13 @@ int ctl_connect(struct ctl_conn *c, long pid, char *err, size_t errlen)
 		break;
 	}
 	if (c->fd < 0) {
+		if (!unsafe && runs_front(pid)) {
+			snprintf(
+				err, errlen,
+				"process %ld runs under `alloy run` and has no control socket: with control:auto (the default) alloy opens it with the program's first thread, so that a single-threaded program stays single-threaded; run it with --conf control:1 to have one from the start",
+				pid);
+			return -1;
+		}
 		if (unsafe)
 			snprintf(err, errlen, "%s; not connecting", why);
 		else

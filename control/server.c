@@ -438,7 +438,7 @@ int alloy_control_start(void)
 	int rc = 0;
 
 	alloy_init();
-	if (!alloy__conf.control)
+	if (!strcmp(alloy__conf.control, "0"))
 		return alloy__error(-ECANCELED, __func__,
 				    "off: ALLOY_CONF has control:0");
 	if (alloy__secure_mode())

@@ -49,10 +49,13 @@ struct alloy__conf {
 	 */
 	uint64_t run_pid;
 	/*
-	 * Whether alloy_control_start() opens the control socket (the
-	 * LD_PRELOAD front, python3 -m alloy and programs that opt in).
+	 * The control socket: "0" never; "1" opened by alloy_control_start()
+	 * and by the LD_PRELOAD front at start; "auto" opened by
+	 * alloy_control_start() (python3 -m alloy, programs that opt in) and
+	 * by the front when the program starts its first thread, so that a
+	 * single-threaded program stays single-threaded (docs/PRELOAD.md).
 	 */
-	bool control;
+	char control[5];
 	/* tensor layer */
 	bool keep_on_shrink;
 	uint64_t max_keep_on_shrink_memory;

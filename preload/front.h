@@ -56,6 +56,12 @@ FRONT_HIDDEN int alloy__front_atfork(void (*prepare)(void),
 /* Register the front's handlers with glibc ahead of any others. */
 FRONT_HIDDEN void alloy__front_atfork_first(void);
 
+/*
+ * Open the control socket as ALLOY_CONF's control says: now (1), with the
+ * program's first thread (auto: preload/thread.c), or never (0).
+ */
+FRONT_HIDDEN void alloy__front_control_start(void);
+
 /* Report a pointer that free/realloc was given and alloy did not make. */
 FRONT_HIDDEN void alloy__front_bad_pointer(const char *func, const void *p);
 

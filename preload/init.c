@@ -179,5 +179,5 @@ __attribute__((constructor)) static void front_start(void)
 	atexit(at_exit);
 	alloy__front_depth--;
 	atomic_store_explicit(&alloy__front_ready, true, memory_order_release);
-	alloy_control_start();
+	alloy__front_control_start();
 }

@@ -75,7 +75,8 @@ ONE_WAY = {"analysis", "bench", "cli"}
 LIBC_NAMES = {"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
               "posix_memalign", "aligned_alloc", "memalign", "valloc",
               "pvalloc", "malloc_usable_size", "malloc_trim",
-              "pthread_atfork", "__register_atfork", "mmap", "mmap64",
+              "pthread_atfork", "__register_atfork", "pthread_create",
+              "mmap", "mmap64",
               "munmap", "mremap"}
 
 # Which of core's private headers ("kernel/x.h") a folder above core may

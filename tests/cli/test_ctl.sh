@@ -54,7 +54,7 @@ check "the socket's directory is 0700" \
 	'[ "$(stat -c %a "$sockets")" = 700 ]'
 rc=$(ctl "$pid" conf)
 check "conf: the effective settings" \
-	'[ "$rc" = 0 ] && grep -q "^control  *true" "$out" && grep -q "^default of cpu  *default" "$out"'
+	'[ "$rc" = 0 ] && grep -q "^control  *auto" "$out" && grep -q "^default of cpu  *default" "$out"'
 alloy_abs=$(cd "$(dirname "$ALLOY")" && pwd)/$(basename "$ALLOY")
 rc=$(cd "$dir" && "$alloy_abs" ctl "$pid" trace start trace.alloy >"$out" 2>"$err"; echo $?)
 check "trace start: a relative FILE is the client's" \
@@ -202,7 +202,7 @@ fi
 
 # ---- a stale socket of a killed process -------------------------------
 
-"$ALLOY" run -- sleep 30 &
+"$ALLOY" run --conf control:1 -- sleep 30 &
 victim=$!
 wait_socket $victim
 kill -9 $victim
@@ -211,12 +211,12 @@ check "a killed process leaves its socket" '[ -S "$sockets/$victim.sock" ]'
 rc=$(ctl "$victim" ping)
 check "the client removes it and says the process is gone" \
 	'[ "$rc" = 1 ] && grep -q "is gone was removed" "$err" && [ ! -e "$sockets/$victim.sock" ]'
-"$ALLOY" run -- sleep 30 &
+"$ALLOY" run --conf control:1 -- sleep 30 &
 victim=$!
 wait_socket $victim
 kill -9 $victim
 wait $victim 2>/dev/null
-"$ALLOY" run -- sleep 30 &
+"$ALLOY" run --conf control:1 -- sleep 30 &
 next=$!
 wait_socket $next
 check "a program that starts removes the sockets of processes that are gone" \
@@ -258,6 +258,19 @@ off=$!
 sleep 1
 check "control:0: no socket" '[ ! -e "$sockets/$off.sock" ]'
 wait $off
+
+# control:auto, the default: a single-threaded program stays so, and the
+# client says why it has no socket; a threaded one has it once its first
+# thread is made (the ctl_prog runs above).
+"$ALLOY" run -- sleep 2 &
+single=$!
+sleep 1
+check "control:auto: a single-threaded program has no socket and one thread" \
+	'[ ! -e "$sockets/$single.sock" ] && grep -q "^Threads:[[:space:]]*1$" /proc/$single/status'
+rc=$(ctl "$single" ping)
+check "the client says it runs under alloy run and how to have a socket" \
+	'[ "$rc" = 1 ] && grep -q "runs under .alloy run. and has no control socket: with control:auto" "$err" && grep -q "control:1" "$err"'
+wait $single
 rc=$(ctl "$off" ping)
 check "a process without a socket: the client says so" \
 	'[ "$rc" = 1 ] && grep -q "no control socket for process $off" "$err"'

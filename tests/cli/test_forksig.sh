@@ -7,9 +7,10 @@
 # keep that.  Each run is bounded by `timeout`: a hang fails, it does not
 # stop the suite.
 #
-# The control socket is off (control:0): its thread would make the
-# program multi-threaded, and glibc's fork then takes malloc's locks,
-# which the interrupted code may hold (docs/PRELOAD.md, Limits).
+# The program runs as `alloy run` leaves it by default (control:auto): the
+# control socket waits for the program's first thread, since its thread
+# would make the program multi-threaded, and glibc's fork then takes
+# malloc's locks, which the interrupted code may hold.
 #
 # jemalloc is left out: libjemalloc's own fork handler takes its arena
 # locks, and a fork from a handler that interrupted it deadlocks with no
@@ -27,7 +28,7 @@ for b in $(front_backends); do
 		echo "skipped: cpu:jemalloc (libjemalloc's fork handler deadlocks on this pattern by itself)"
 		continue
 	fi
-	rc=$(run run --conf "cpu:$b,control:0" -- timeout 60 "$prog" 300 10)
+	rc=$(run run --conf "cpu:$b" -- timeout 60 "$prog" 300 10)
 	check "cpu:$b: fork from a signal handler, children exit and exec" \
 		'[ "$rc" = 0 ] && grep -q "forks from the handler: [1-9]" "$out"'
 done

@@ -157,10 +157,11 @@ check "fdprog, the report's directory removed: its files are as without alloy" \
 check "fdprog, the report's directory removed: stderr says the report is lost" \
 	'grep -qx "alloy: report:$dir/sub/r.txt: cannot open it at exit (No such file or directory); no exit report is written" "$err"'
 
-# With --report FILE alone and control:0 nothing of alloy's is open in
-# the program until it exits: a program listing every descriptor it has
-# sees none.  With the control socket on (the default), that socket is
-# the one descriptor it sees.
+# With --report FILE alone nothing of alloy's is open in a single-threaded
+# program until it exits (control:auto, the default, opens no socket
+# there; control:0 none anywhere): a program listing every descriptor it
+# has sees none.  With the control socket opened at start (control:1),
+# that socket is the one descriptor it sees.
 rm -f "$r" "$a" "$b"
 rc=0
 under_front --conf control:0 --report "$r" -- "$fdprog" --min-fd 1000000 "$a" "$b" || rc=$?
@@ -169,7 +170,12 @@ check "fdprog, --report FILE, control:0: no descriptor of alloy's at all" \
 rm -f "$r" "$a" "$b"
 rc=0
 under_front --report "$r" -- "$fdprog" --min-fd 1000000 "$a" "$b" || rc=$?
-check "fdprog, --report FILE: the control socket is the one descriptor of alloy's" \
+check "fdprog, --report FILE, control:auto: no descriptor of alloy's at all" \
+	'[ "$rc" = 0 ] && counted "$r"'
+rm -f "$r" "$a" "$b"
+rc=0
+under_front --conf control:1 --report "$r" -- "$fdprog" --min-fd 1000000 "$a" "$b" || rc=$?
+check "fdprog, --report FILE, control:1: the control socket is the one descriptor of alloy's" \
 	'[ "$rc" = 3 ] && [ "$(grep -c "was opened before main, close-on-exec" "$err")" = 1 ] && grep -q "(socket:" "$err"'
 
 # CPython's own test of the descriptors a child gets, where its test
@@ -178,10 +184,10 @@ py=python3
 if $py -c 'import test.test_subprocess' 2>/dev/null; then
 	rm -f "$r"
 	rc=0
-	under_front --conf control:0 --report "$r" -- $py -m unittest \
+	under_front --report "$r" -- $py -m unittest \
 		test.test_subprocess.POSIXProcessTestCase.test_pass_fds_redirected ||
 		rc=$?
-	check "CPython test_pass_fds_redirected under --report FILE, control:0" \
+	check "CPython test_pass_fds_redirected under --report FILE" \
 		'[ "$rc" = 0 ] && counted "$r"'
 else
 	echo "skipped: CPython's test_subprocess (no test package)"
