@@ -75,6 +75,8 @@ struct trace {
 	size_t nseries;
 	bool complete;	 /* ended with an "end" record */
 	bool incomplete; /* its writer marked it incomplete (write error) */
+	bool compressed; /* the file is zstd-compressed */
+	bool cut;	 /* compressed, and its data ends inside a frame */
 	uint64_t lost;	 /* lines the writer lost, from that mark */
 	uint64_t end_ns; /* time of the end record, or of the last event */
 	size_t lines;
@@ -94,7 +96,10 @@ struct trace {
  * Read a whole trace.  0 on success; otherwise -1 and err holds
  * "PATH:LINE: (byte OFFSET) what is wrong".  A trace without its end
  * record (the program died) is read up to its last complete line and
- * tr->complete is false; a line cut in the middle is an error.  progress
+ * tr->complete is false; a line cut in the middle is an error, except in
+ * a compressed trace cut inside a frame, which ends at its last whole
+ * line (tr->cut).  A file starting with zstd's magic is decompressed as
+ * it is read.  progress
  * (may be NULL) is called now and then with the fraction read.
  */
 int trace_read_progress(const char *path, struct trace *tr, char *err,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * reporter/events.c - what each event writes: the trace's records
- * (version 2, docs/TRACE-FORMAT.md) and the event log's lines.
+ * (docs/TRACE-FORMAT.md) and the event log's lines.
  *
  * The trace is compact text: an event names its thread, its (allocator,
  * device, alignment) series, its stack and its owner by small numbers
@@ -56,7 +56,8 @@ _Atomic uint32_t alloy__rep_trace_gen;
 static struct {
 	uint32_t gen;	  /* bumped by every (re)open */
 	uint64_t t0_ns;	  /* time origin */
-	uint64_t last_ns; /* time of the last event written */
+	uint64_t last_ns; /* time of the last event written, in units */
+	bool us;	  /* units are microseconds (a compressed trace) */
 	uint64_t events;
 	uint32_t modules; /* modules written in this generation */
 	uint32_t nseries;
@@ -265,10 +266,18 @@ static void declare_owner(uint32_t id)
 
 /* ---- events ------------------------------------------------------------- */
 
+/* Time since the trace opened, in the trace's unit. */
+static uint64_t trace_time(uint64_t now)
+{
+	uint64_t t = now > W.t0_ns ? now - W.t0_ns : 0;
+
+	return W.us ? t / 1000 : t;
+}
+
 /* The time field: since the previous event, never negative. */
 static char *put_time(char *p, uint64_t now)
 {
-	uint64_t t = now > W.t0_ns ? now - W.t0_ns : 0;
+	uint64_t t = trace_time(now);
 
 	/* Threads stamp before they take the lock: keep the file monotone. */
 	if (t < W.last_ns)
@@ -392,10 +401,15 @@ static void write_header(const char *note)
 	W.events = 0;
 	W.modules = 0;
 	me.tid = 0; /* a forked child's thread has a new id */
+	/*
+	 * Nanosecond deltas are most of what is left of an event after
+	 * compression; a compressed trace keeps microseconds.
+	 */
+	W.us = alloy__rep_trace.z != NULL;
 	n = snprintf(line, sizeof(line),
-		     TRACE_MAGIC "%d pid=%ld clock=monotonic unit=ns%s%s",
-		     TRACE_VERSION, (long)getpid(), note ? " " : "",
-		     note ? note : "");
+		     TRACE_MAGIC "%d pid=%ld clock=monotonic unit=%s%s%s",
+		     TRACE_VERSION, (long)getpid(), W.us ? "us" : "ns",
+		     note ? " " : "", note ? note : "");
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
 	n = snprintf(line, sizeof(line), "%s", TRACE_LEGEND);
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
@@ -454,7 +468,7 @@ int alloy__rep_trace_close(void)
 		/* Events still on their way belong to no trace now. */
 		if (!++W.gen)
 			W.gen = 1;
-		t = alloy__rep_now_ns() - W.t0_ns;
+		t = trace_time(alloy__rep_now_ns());
 		if (t < W.last_ns)
 			t = W.last_ns;
 		if (alloy__rep_trace.error)
