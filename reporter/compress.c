@@ -15,7 +15,13 @@
  * from malloc: this runs inside allocations of a program whose malloc
  * may be alloy's.  It is made at the first compressed trace and kept for
  * the next one (a forked child's, a second run-time start).
+ *
+ * libzstd is loaded (dlopen, as allocator modules are) only when a
+ * compressed trace is opened: alloy is in every program under alloy
+ * run, and a library mapped into each of them costs address space and
+ * start-up for the few that write compressed traces.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 
@@ -35,6 +41,43 @@
  */
 #define LEVEL 1
 
+/* The functions of libzstd the writer calls, from dlsym. */
+static struct {
+	bool tried, ok;
+	size_t (*estimate)(int);
+	size_t (*out_size)(void);
+	ZSTD_CStream *(*init_static)(void *, size_t);
+	size_t (*reset)(ZSTD_CCtx *, ZSTD_ResetDirective);
+	size_t (*set)(ZSTD_CCtx *, ZSTD_cParameter, int);
+	size_t (*compress)(ZSTD_CCtx *, ZSTD_outBuffer *, ZSTD_inBuffer *,
+			   ZSTD_EndDirective);
+	unsigned (*is_error)(size_t);
+} L;
+
+#define SYM(field, name) \
+	(*(void **)&L.field = dlsym(handle, name), L.field != NULL)
+
+/* libzstd, loaded once; false when it cannot be (the caller says so). */
+static bool load(void)
+{
+	void *handle;
+
+	if (L.tried)
+		return L.ok;
+	L.tried = true;
+	handle = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!handle)
+		return false;
+	L.ok = SYM(estimate, "ZSTD_estimateCStreamSize") &&
+	       SYM(out_size, "ZSTD_CStreamOutSize") &&
+	       SYM(init_static, "ZSTD_initStaticCStream") &&
+	       SYM(reset, "ZSTD_CCtx_reset") &&
+	       SYM(set, "ZSTD_CCtx_setParameter") &&
+	       SYM(compress, "ZSTD_compressStream2") &&
+	       SYM(is_error, "ZSTD_isError");
+	return L.ok;
+}
+
 struct rep_zstd {
 	ZSTD_CStream *cs;
 	void *work;
@@ -47,21 +90,23 @@ static struct rep_zstd Z;
 
 static void set_params(ZSTD_CCtx *cs)
 {
-	ZSTD_CCtx_setParameter(cs, ZSTD_c_compressionLevel, LEVEL);
-	ZSTD_CCtx_setParameter(cs, ZSTD_c_checksumFlag, 0);
+	L.set(cs, ZSTD_c_compressionLevel, LEVEL);
+	L.set(cs, ZSTD_c_checksumFlag, 0);
 }
 
 int alloy__rep_zstd_begin(struct rep_zstd **zp)
 {
 	struct rep_zstd *z = &Z;
 
+	if (!load())
+		return -ELIBACC;
 	if (!z->cs) {
-		z->work_size = ZSTD_estimateCStreamSize(LEVEL);
-		z->out_cap = ZSTD_CStreamOutSize();
+		z->work_size = L.estimate(LEVEL);
+		z->out_cap = L.out_size();
 		z->work = alloy__arena_alloc(z->work_size);
 		z->out = alloy__arena_alloc(z->out_cap);
 		if (z->work)
-			z->cs = ZSTD_initStaticCStream(z->work, z->work_size);
+			z->cs = L.init_static(z->work, z->work_size);
 		if (!z->cs || !z->out) {
 			if (z->work)
 				alloy__arena_free(z->work, z->work_size);
@@ -71,7 +116,7 @@ int alloy__rep_zstd_begin(struct rep_zstd **zp)
 			return -ENOMEM;
 		}
 	}
-	ZSTD_CCtx_reset(z->cs, ZSTD_reset_session_and_parameters);
+	L.reset(z->cs, ZSTD_reset_session_and_parameters);
 	set_params(z->cs);
 	*zp = z;
 	return 0;
@@ -89,8 +134,8 @@ int alloy__rep_zstd_push(struct rep_zstd *z, const char *in, size_t len,
 	do {
 		ZSTD_outBuffer ob = { z->out, z->out_cap, 0 };
 
-		left = ZSTD_compressStream2(z->cs, &ob, &ib, how);
-		if (ZSTD_isError(left))
+		left = L.compress(z->cs, &ob, &ib, how);
+		if (L.is_error(left))
 			return -EIO;
 		if (ob.pos) {
 			rc = sink(arg, z->out, ob.pos);

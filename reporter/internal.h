@@ -419,7 +419,8 @@ struct rep_zstd;
 ALLOY_HIDDEN bool alloy__rep_zstd_path(const char *path);
 /*
  * The compressor, reset for a new file; -ENOTSUP in a build without
- * zstd, -ENOMEM without room for its workspace.
+ * zstd, -ELIBACC when libzstd.so.1 cannot be loaded, -ENOMEM without
+ * room for its workspace.
  */
 ALLOY_HIDDEN int alloy__rep_zstd_begin(struct rep_zstd **z);
 /*

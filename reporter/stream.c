@@ -192,6 +192,8 @@ int alloy__stream_open(struct rep_stream *s, const char *what,
 				rc, __func__,
 				rc == -ENOTSUP
 					? "\"%s\" ends in .zst, and this alloy was built without zstd (libzstd-dev): give a path without .zst for a text trace"
+				: rc == -ELIBACC
+					? "\"%s\" ends in .zst, and libzstd.so.1 cannot be loaded: give a path without .zst for a text trace"
 					: "no memory for the compressor of \"%s\"",
 				s->path);
 			goto out_unlock;
