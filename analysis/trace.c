@@ -596,6 +596,32 @@ static int v2_other(struct reader *r, struct tok *t, char op)
 	return add_event(r, &e);
 }
 
+/* "r DT RESIDENT MAPPED": a sample of the process's memory. */
+static int v3_memory(struct reader *r, struct tok *t)
+{
+	struct trace *tr = r->tr;
+	struct trace_event e = { 0 };
+	struct trace_mem *m;
+	uint64_t res, map;
+
+	if (!(v2_time(r, t, &e) && sep(t) && dec(t, &res) && sep(t) &&
+	      dec(t, &map) && at_end(t)))
+		return bad_record(r, "r DT RESIDENT MAPPED");
+	if (grow((void **)&tr->mem, &tr->memcap, tr->nmem + 1, sizeof(*m)))
+		return fail(r, "out of memory");
+	m = &tr->mem[tr->nmem++];
+	m->t_ns = e.t_ns;
+	m->resident = res;
+	m->mapped = map;
+	if (res > tr->peak_resident) {
+		tr->peak_resident = res;
+		tr->peak_resident_t_ns = e.t_ns;
+	}
+	if (map > tr->peak_mapped)
+		tr->peak_mapped = map;
+	return 0;
+}
+
 /* "T ID TID", "S ID ALLOCATOR DEVICE ALIGN", "s ID PARENT FRAME", ... */
 static int v2_declare(struct reader *r, struct tok *t, char op)
 {
@@ -818,12 +844,14 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 			"a second trace header: more than one process wrote this file (%s)",
 			SHARED_HINT);
 	if (len > 1 && line[1] != ' ')
-		return fail(r, "unknown record \"%.20s\"", line);
+		return fail(r, "unknown record \"%.*s\"",
+			    len < 20 ? (int)len : 20, line);
 	if (r->tr->version == 1) {
 		if (op == TRACE_ALLOC || op == TRACE_FREE ||
 		    op == TRACE_UNKNOWN_FREE || op == TRACE_DOUBLE_FREE)
 			return v1_event(r, &t, op, line);
-		return fail(r, "unknown record \"%.20s\"", line);
+		return fail(r, "unknown record \"%.*s\"",
+			    len < 20 ? (int)len : 20, line);
 	}
 	switch (op) {
 	case TRACE_ALLOC:
@@ -838,8 +866,13 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	case TRACE_DECL_OWNER:
 	case TRACE_DECL_MODULE:
 		return v2_declare(r, &t, op);
+	case TRACE_MEMORY:
+		if (r->tr->version >= 3)
+			return v3_memory(r, &t);
+		break;
 	}
-	return fail(r, "unknown record \"%.20s\"", line);
+	return fail(r, "unknown record \"%.*s\"", len < 20 ? (int)len : 20,
+		    line);
 }
 
 /*
@@ -1222,6 +1255,9 @@ void trace_free(struct trace *tr)
 	for (size_t i = 0; i < tr->nmodules; i++)
 		free(tr->modules[i].path);
 	free(tr->modules);
+	free(tr->mem);
+	tr->mem = NULL;
+	tr->nmem = tr->memcap = 0;
 	tr->ev = NULL;
 	tr->threads = NULL;
 	tr->nodes = NULL;

@@ -66,6 +66,12 @@ struct trace_node {
 	bool defined;
 };
 
+/* A sample of the process's memory ("r" records, version 3). */
+struct trace_mem {
+	uint64_t t_ns;
+	uint64_t resident, mapped; /* bytes */
+};
+
 struct trace {
 	int version;
 	long pid;
@@ -88,6 +94,10 @@ struct trace {
 	size_t nowners;
 	struct trace_module *modules;
 	size_t nmodules;
+	/* Resident memory samples, in time order, and their highest. */
+	struct trace_mem *mem;
+	size_t nmem, memcap;
+	uint64_t peak_resident, peak_resident_t_ns, peak_mapped;
 	/* References to things the trace never declared (see the docs). */
 	uint64_t missing_stacks, missing_parents, missing_owners;
 };

@@ -20,7 +20,8 @@
 
 /*
  * The version the reporter writes; readers still read 1 and 2 as well.
- * Version 3 is version 2 with the header's unit either ns or us.
+ * Version 3 is version 2 with the header's unit either ns or us, and
+ * samples of the process's resident memory.
  */
 #define TRACE_VERSION 3
 
@@ -45,6 +46,13 @@ enum trace_decl {
 	TRACE_DECL_NODE = 's',	 /* ID PARENT FRAME */
 	TRACE_DECL_OWNER = 'o',	 /* ID LABEL */
 };
+
+/*
+ * A sample of the process's memory (version 3): "r DT RESIDENT MAPPED",
+ * bytes resident and bytes mapped (/proc/self/statm).  Not an event: the
+ * end record does not count it.
+ */
+#define TRACE_MEMORY 'r'
 
 /* The last line: "end T EVENTS", or "incomplete T LOST" after an error. */
 #define TRACE_END	 "end "
