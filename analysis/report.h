@@ -61,6 +61,10 @@ void report_summary_text(FILE *out, const char *path, const struct trace *tr,
 			 const struct trace_summary *sum);
 void report_summary_json(FILE *out, const char *path, const struct trace *tr,
 			 const struct trace_summary *sum);
+/* Peak RSS, peak heap and their difference: a line, if the trace has
+ * resident-memory samples. */
+void report_memory_text(FILE *out, const struct trace *tr,
+			const struct trace_summary *sum);
 
 /* Name every frame the moment's groups use (one addr2line per object). */
 void report_resolve(const struct report_ctx *c);

@@ -46,6 +46,31 @@ void report_summary_text(FILE *out, const char *path, const struct trace *tr,
 	fprintf(out, "unknown frees %llu, double frees %llu\n",
 		(unsigned long long)sum->unknown_frees,
 		(unsigned long long)sum->double_frees);
+	report_memory_text(out, tr, sum);
+}
+
+/*
+ * Resident memory beside the heap: what the process held from the
+ * system against the trace's peak of live bytes.  Memory outside malloc
+ * (mmap'd heaps, stacks, code) shows as the difference.
+ */
+void report_memory_text(FILE *out, const struct trace *tr,
+			const struct trace_summary *sum)
+{
+	uint64_t rss = tr->peak_resident, heap = sum->all.peak_bytes;
+	char a[32], b[32], d[32], m[32];
+
+	if (!tr->nmem)
+		return;
+	fprintf(out,
+		"peak RSS %s (%llu bytes) at %.3f ms, peak heap %s: RSS %s heap by %s (%zu samples, mapped at most %s)\n",
+		trace_human_bytes(rss, a, sizeof(a)), (unsigned long long)rss,
+		(double)tr->peak_resident_t_ns / 1e6,
+		trace_human_bytes(heap, b, sizeof(b)),
+		rss >= heap ? "above" : "below",
+		trace_human_bytes(rss >= heap ? rss - heap : heap - rss, d,
+				  sizeof(d)),
+		tr->nmem, trace_human_bytes(tr->peak_mapped, m, sizeof(m)));
 }
 
 static void json_sum(FILE *out, const struct trace_series_sum *s)
@@ -85,7 +110,20 @@ void report_summary_json(FILE *out, const char *path, const struct trace *tr,
 	}
 	fprintf(out, "],\n \"all\": {");
 	json_sum(out, &sum->all);
-	fprintf(out, "},\n \"unknown_frees\": %llu, \"double_frees\": %llu}\n",
+	fprintf(out, "},\n \"unknown_frees\": %llu, \"double_frees\": %llu,\n",
 		(unsigned long long)sum->unknown_frees,
 		(unsigned long long)sum->double_frees);
+	if (!tr->nmem) {
+		fprintf(out, " \"memory\": null}\n");
+		return;
+	}
+	fprintf(out,
+		" \"memory\": {\"samples\": %zu, \"peak_resident_bytes\": %llu, "
+		"\"peak_resident_t_ns\": %llu, \"peak_mapped_bytes\": %llu, "
+		"\"peak_heap_bytes\": %llu, \"resident_above_heap_bytes\": %lld}}\n",
+		tr->nmem, (unsigned long long)tr->peak_resident,
+		(unsigned long long)tr->peak_resident_t_ns,
+		(unsigned long long)tr->peak_mapped,
+		(unsigned long long)sum->all.peak_bytes,
+		(long long)tr->peak_resident - (long long)sum->all.peak_bytes);
 }

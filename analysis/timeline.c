@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * analysis/timeline.c - the timeline picture: live bytes per allocator over
- * time, with the peak marked, as one standalone SVG document (no script,
- * no fonts or styles from the network).
+ * time, with the peak marked and the process's resident memory (where the
+ * trace sampled it) under them, as one standalone SVG document (no
+ * script, no fonts or styles from the network).
  *
  * A trace may hold millions of events, the picture has some 700 columns:
  * each series is cut into one bucket per column and each bucket keeps its
@@ -57,15 +58,15 @@ static double y_of(double v, double ymax)
 /* The total of all series: a colour no series has. */
 #define ALL_COLOUR "#b8b8b8"
 
-static void path(FILE *out, const struct series_px *s, double ymax,
-		 const char *colour, double width)
+/*
+ * The steps of s from the baseline on, as path commands after a moveto
+ * at (LEFT, 0); false when no bucket has a value.
+ */
+static bool steps(FILE *out, const struct series_px *s, double ymax)
 {
 	double prev = 0;
+	bool any = false;
 
-	fprintf(out,
-		"<path fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
-		"stroke-linejoin=\"round\" d=\"M%d %.1f",
-		colour, width, LEFT, y_of(0, ymax));
 	for (int b = 0; b < NB; b++) {
 		if (!s->seen[b])
 			continue;
@@ -75,8 +76,35 @@ static void path(FILE *out, const struct series_px *s, double ymax,
 		if (s->end[b] != s->max[b])
 			fprintf(out, " V%.1f", y_of(s->end[b], ymax));
 		prev = s->end[b];
+		any = true;
 	}
+	return any;
+}
+
+static void path(FILE *out, const struct series_px *s, double ymax,
+		 const char *colour, double width)
+{
+	fprintf(out,
+		"<path fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" "
+		"stroke-linejoin=\"round\" d=\"M%d %.1f",
+		colour, width, LEFT, y_of(0, ymax));
+	steps(out, s, ymax);
 	fprintf(out, " H%d\"/>\n", RIGHT);
+}
+
+/* Resident memory, sampled: a pale filled area, no hint of a stroke. */
+#define RSS_COLOUR "#dbe9f6"
+
+static void rss_area(FILE *out, const struct series_px *s, double ymax)
+{
+	bool any;
+
+	fprintf(out,
+		"<path id=\"rss\" fill=\"%s\" stroke=\"none\" d=\"M%d %.1f",
+		RSS_COLOUR, LEFT, y_of(0, ymax));
+	any = steps(out, s, ymax);
+	/* Held from the last sample to the end, then down and closed. */
+	fprintf(out, " H%d V%.1f Z\"/>\n", any ? RIGHT : LEFT, y_of(0, ymax));
 }
 
 static void bucket(struct series_px *s, int b, double v)
@@ -95,8 +123,11 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	struct series_px *px = calloc(ns + 1, sizeof(*px));
 	uint64_t *live = calloc(ns + 1, sizeof(*live));
 	double dur = sum->duration_ns ? (double)sum->duration_ns : 1;
-	double ymax =
-		sum->all.peak_bytes ? (double)sum->all.peak_bytes * 1.12 : 1;
+	uint64_t top = sum->all.peak_bytes > tr->peak_resident
+			       ? sum->all.peak_bytes
+			       : tr->peak_resident;
+	double ymax = top ? (double)top * 1.12 : 1;
+	struct series_px *rss = tr->nmem ? calloc(1, sizeof(*rss)) : NULL;
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double xstep, ystep, t = 0, unit = 1;
 	int u = 0;
@@ -127,6 +158,12 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 		}
 		bucket(&px[e->series], b, (double)live[e->series]);
 		bucket(&px[ns], b, (double)live[ns]);
+	}
+	for (size_t i = 0; rss && i < tr->nmem; i++) {
+		int b = (int)((double)tr->mem[i].t_ns / dur * (NB - 1));
+
+		b = b < 0 ? 0 : b >= NB ? NB - 1 : b;
+		bucket(rss, b, (double)tr->mem[i].resident);
 	}
 
 	if (standalone)
@@ -167,6 +204,12 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 		LEFT, RIGHT, BOTTOM, BOTTOM, LEFT, LEFT, TOP, BOTTOM,
 		(LEFT + RIGHT) / 2, BOTTOM + 40);
 
+	/*
+	 * Resident memory under everything, a filled step from sample to
+	 * sample: what the heap's lines leave of it is memory outside them.
+	 */
+	if (rss)
+		rss_area(out, rss, ymax);
 	/*
 	 * The total first, as a wide pale band, then the series over it: when
 	 * one allocator serves at a time (a swap) the total is that series,
@@ -216,10 +259,22 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 			(unsigned long long)(s == ns ? sum->all.allocs
 						     : sum->s[s].allocs));
 	}
+	if (rss) {
+		int y = TOP + 8 + (int)(ns + (show_all ? 1 : 0)) * 38;
+
+		fprintf(out,
+			"<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>"
+			"<text x=\"%d\" y=\"%d\">resident (RSS)</text>"
+			"<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s</text>\n",
+			RIGHT + 16, y - 10, RSS_COLOUR, RIGHT + 36, y,
+			RIGHT + 36, y + 15,
+			trace_human_bytes(tr->peak_resident, hb, sizeof(hb)));
+	}
 	/* The peak's top sites and owners, under the legend. */
 	for (size_t i = 0; notes && i < notes->n; i++) {
-		int y = TOP + 8 + (int)(ns + (show_all ? 1 : 0)) * 38 + 4 +
-			(int)i * 15;
+		int y = TOP + 8 +
+			(int)(ns + (show_all ? 1 : 0) + (rss ? 1 : 0)) * 38 +
+			4 + (int)i * 15;
 
 		const char *text = notes->text[i];
 		int indent = 0;
@@ -240,4 +295,5 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	fprintf(out, "</svg>\n");
 	free(px);
 	free(live);
+	free(rss);
 }

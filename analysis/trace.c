@@ -24,11 +24,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+#ifdef HAVE_ZSTD
+#include <zstd.h>
+#endif
+
 #include "kernel/hash.h"
 #include "trace.h"
 
 /* A newer version from the writer must come with its parser here. */
-_Static_assert(TRACE_VERSION == 2, "the reader parses versions 1 and 2");
+_Static_assert(TRACE_VERSION == 3, "the reader parses versions 1 to 3");
 
 /* Call progress every so many lines. */
 #define PROGRESS_LINES (1u << 18)
@@ -42,7 +47,8 @@ struct reader {
 	struct trace *tr;
 	struct blockmap live;
 	uint64_t live_bytes, total_bytes;
-	uint64_t t_ns; /* running time (version 2: the sum of deltas) */
+	uint64_t t_ns; /* running time (version 2 on: the sum of deltas) */
+	uint64_t unit; /* nanoseconds in the header's unit */
 	/* Version 2: series id -> (series index, alignment). */
 	struct {
 		uint16_t series;
@@ -472,7 +478,7 @@ static int v1_event(struct reader *r, struct tok *t, char op, const char *line)
 	return add_event(r, &e);
 }
 
-/* ---- version 2 ------------------------------------------------------ */
+/* ---- versions 2 and 3 ---------------------------------------------- */
 
 /* The time field: since the previous event.  Sums that wrap are errors. */
 static bool v2_time(struct reader *r, struct tok *t, struct trace_event *e)
@@ -481,7 +487,8 @@ static bool v2_time(struct reader *r, struct tok *t, struct trace_event *e)
 
 	if (!(sep(t) && dec(t, &dt)))
 		return false;
-	if (__builtin_add_overflow(r->t_ns, dt, &r->t_ns)) {
+	if (__builtin_mul_overflow(dt, r->unit, &dt) ||
+	    __builtin_add_overflow(r->t_ns, dt, &r->t_ns)) {
 		r->time_wrapped = true;
 		return false;
 	}
@@ -587,6 +594,32 @@ static int v2_other(struct reader *r, struct tok *t, char op)
 		e.owner = a->owner;
 	}
 	return add_event(r, &e);
+}
+
+/* "r DT RESIDENT MAPPED": a sample of the process's memory. */
+static int v3_memory(struct reader *r, struct tok *t)
+{
+	struct trace *tr = r->tr;
+	struct trace_event e = { 0 };
+	struct trace_mem *m;
+	uint64_t res, map;
+
+	if (!(v2_time(r, t, &e) && sep(t) && dec(t, &res) && sep(t) &&
+	      dec(t, &map) && at_end(t)))
+		return bad_record(r, "r DT RESIDENT MAPPED");
+	if (grow((void **)&tr->mem, &tr->memcap, tr->nmem + 1, sizeof(*m)))
+		return fail(r, "out of memory");
+	m = &tr->mem[tr->nmem++];
+	m->t_ns = e.t_ns;
+	m->resident = res;
+	m->mapped = map;
+	if (res > tr->peak_resident) {
+		tr->peak_resident = res;
+		tr->peak_resident_t_ns = e.t_ns;
+	}
+	if (map > tr->peak_mapped)
+		tr->peak_mapped = map;
+	return 0;
 }
 
 /* "T ID TID", "S ID ALLOCATOR DEVICE ALIGN", "s ID PARENT FRAME", ... */
@@ -736,10 +769,11 @@ static int header(struct reader *r, const char *line, size_t len)
 		return fail(
 			r,
 			"not an alloy trace (no \"alloy-trace VERSION\" header)");
-	if (v != 1 && v != 2)
-		return fail(r, "trace version %llu; this reader knows 1 and %d",
+	if (v < 1 || v > TRACE_VERSION)
+		return fail(r, "trace version %llu; this reader knows 1 to %d",
 			    (unsigned long long)v, TRACE_VERSION);
 	r->tr->version = (int)v;
+	r->unit = 1;
 	/* Keys it does not know are skipped, as the format says. */
 	while (sep(&t)) {
 		const char *s = t.p;
@@ -751,6 +785,17 @@ static int header(struct reader *r, const char *line, size_t len)
 			t.p++;
 			if (dec(&t, &v))
 				r->tr->pid = (long)v;
+		} else if (!strcmp(key, "unit") && t.p < t.end && *t.p == '=') {
+			/* Times are kept in ns whatever the file's unit. */
+			t.p++;
+			if (t.end - t.p >= 2 && !memcmp(t.p, "us", 2) &&
+			    field_end(&(struct tok){ t.p + 2, t.end }))
+				r->unit = 1000;
+			else if (!(t.end - t.p >= 2 && !memcmp(t.p, "ns", 2) &&
+				   field_end(&(struct tok){ t.p + 2, t.end })))
+				return fail(
+					r,
+					"unknown time unit (want unit=ns or unit=us)");
 		}
 		while (t.p < t.end && *t.p != ' ')
 			t.p++;
@@ -766,6 +811,8 @@ static int last_record(struct reader *r, struct tok *t, bool end)
 
 	if (!(sep(t) && dec(t, &time) && sep(t) && dec(t, &n) && at_end(t)))
 		return fail(r, "bad %s record", end ? "end" : "incomplete");
+	if (__builtin_mul_overflow(time, r->unit, &time))
+		return fail(r, "time passes 2^64 ns");
 	if (end && n != tr->nev)
 		return fail(r,
 			    "end record counts %llu events, the trace has %zu",
@@ -797,12 +844,14 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 			"a second trace header: more than one process wrote this file (%s)",
 			SHARED_HINT);
 	if (len > 1 && line[1] != ' ')
-		return fail(r, "unknown record \"%.20s\"", line);
+		return fail(r, "unknown record \"%.*s\"",
+			    len < 20 ? (int)len : 20, line);
 	if (r->tr->version == 1) {
 		if (op == TRACE_ALLOC || op == TRACE_FREE ||
 		    op == TRACE_UNKNOWN_FREE || op == TRACE_DOUBLE_FREE)
 			return v1_event(r, &t, op, line);
-		return fail(r, "unknown record \"%.20s\"", line);
+		return fail(r, "unknown record \"%.*s\"",
+			    len < 20 ? (int)len : 20, line);
 	}
 	switch (op) {
 	case TRACE_ALLOC:
@@ -817,8 +866,13 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	case TRACE_DECL_OWNER:
 	case TRACE_DECL_MODULE:
 		return v2_declare(r, &t, op);
+	case TRACE_MEMORY:
+		if (r->tr->version >= 3)
+			return v3_memory(r, &t);
+		break;
 	}
-	return fail(r, "unknown record \"%.20s\"", line);
+	return fail(r, "unknown record \"%.*s\"", len < 20 ? (int)len : 20,
+		    line);
 }
 
 /*
@@ -841,9 +895,25 @@ struct source {
 	size_t cap;
 	size_t start, end; /* [start, end) read and not yet parsed */
 	long long size;	   /* a regular file's size at open; -1: a stream */
-	long long got;	   /* bytes read so far */
+	long long got;	   /* bytes read from the file so far */
+	long long pos;	   /* bytes of text so far (got, unless compressed) */
 	bool eof;
+	bool first; /* the first read is done: compressed or not is known */
+	/* A compressed trace: the file's bytes go through zin. */
+	bool zstd;
+	bool cut;	/* the compressed data ended inside a frame */
+	bool zin_eof;	/* the file is read to its end */
+	bool zout_full; /* the last call filled buf: it may hold more */
+	bool zframe_done;
+	char *zin;
+	size_t zin_cap, zin_len, zin_pos;
+#ifdef HAVE_ZSTD
+	ZSTD_DStream *zd;
+#endif
 };
+
+/* The first bytes of a zstd frame (RFC 8878), as they are in the file. */
+static const unsigned char zstd_magic[4] = { 0x28, 0xb5, 0x2f, 0xfd };
 
 static int source_fail(struct source *s, int errnum, char *err, size_t errlen)
 {
@@ -880,13 +950,120 @@ static int source_open(struct source *s, const char *path, char *err,
 }
 
 /*
+ * Up to want bytes of the file into dst; 0 at its end.  -1 and a message
+ * in err on a read error or a file that shrank.
+ */
+static ssize_t raw_read(struct source *s, char *dst, size_t want, char *err,
+			size_t errlen)
+{
+	ssize_t k = 0;
+
+	/*
+	 * A regular file is read up to its size at open, as much as the
+	 * writer had finished then: what it appends meanwhile is left out.
+	 */
+	if (s->size >= 0 &&
+	    (unsigned long long)want > (unsigned long long)(s->size - s->got))
+		want = (size_t)(s->size - s->got);
+	if (want) {
+		do
+			k = read(s->fd, dst, want);
+		while (k < 0 && errno == EINTR);
+		if (k < 0)
+			return source_fail(s, errno, err, errlen);
+	}
+	if (!k && s->size >= 0 && s->got < s->size) {
+		struct stat st;
+		long long now =
+			fstat(s->fd, &st) ? s->got : (long long)st.st_size;
+
+		snprintf(
+			err, errlen,
+			"%s: the trace shrank from %lld to %lld bytes while being read (rewritten by another run? %s)",
+			s->path, s->size, now, SHARED_HINT);
+		return -1;
+	}
+	s->got += k;
+	return k;
+}
+
+#ifdef HAVE_ZSTD
+/* The first bytes read were compressed: they become zstd's input. */
+static int zstd_start(struct source *s, char *err, size_t errlen)
+{
+	s->zin_cap =
+		ZSTD_DStreamInSize() > s->end ? ZSTD_DStreamInSize() : s->end;
+	s->zin = malloc(s->zin_cap);
+	s->zd = ZSTD_createDStream();
+	if (!s->zin || !s->zd)
+		return source_fail(s, ENOMEM, err, errlen);
+	memcpy(s->zin, s->buf, s->end);
+	s->zin_len = s->end;
+	s->zin_pos = 0;
+	s->end = 0;
+	s->zstd = true;
+	s->zframe_done = true;
+	return 0;
+}
+
+/*
+ * Decompress after buf[end] until some text comes out or the file ends
+ * (eof; cut when it ended inside a frame).  Corrupt data is an error.
+ */
+static int zstd_fill(struct source *s, char *err, size_t errlen)
+{
+	for (;;) {
+		ZSTD_inBuffer in;
+		ZSTD_outBuffer out = { s->buf + s->end, s->cap - s->end, 0 };
+		size_t ret;
+
+		if (s->zin_pos == s->zin_len && !s->zin_eof && !s->zout_full) {
+			ssize_t k =
+				raw_read(s, s->zin, s->zin_cap, err, errlen);
+
+			if (k < 0)
+				return -1;
+			s->zin_len = (size_t)k;
+			s->zin_pos = 0;
+			s->zin_eof = !k;
+		}
+		in = (ZSTD_inBuffer){ s->zin, s->zin_len, s->zin_pos };
+		ret = ZSTD_decompressStream(s->zd, &out, &in);
+		if (ZSTD_isError(ret)) {
+			snprintf(
+				err, errlen,
+				"%s: corrupt zstd data at byte %lld (%s): not a compressed alloy trace, or damaged",
+				s->path,
+				s->got - (long long)(s->zin_len - in.pos),
+				ZSTD_getErrorName(ret));
+			return -1;
+		}
+		/* With no input left, ret is what the next frame needs. */
+		if (in.pos > s->zin_pos || out.pos)
+			s->zframe_done = !ret;
+		s->zin_pos = in.pos;
+		s->zout_full = out.pos == out.size;
+		s->end += out.pos;
+		s->pos += (long long)out.pos;
+		if (out.pos)
+			return 0;
+		if (s->zin_eof && s->zin_pos == s->zin_len) {
+			s->eof = true;
+			s->cut = !s->zframe_done;
+			return 0;
+		}
+	}
+}
+#endif
+
+/*
  * Read more after the unparsed bytes, moved to the front of the buffer
- * (which grows when one line fills it); eof is set at the end.  -1 and a
- * message in err on a read error or a file that shrank.
+ * (which grows when one line fills it); eof is set at the end.  A file
+ * that starts with zstd's magic is decompressed on the way.  -1 and a
+ * message in err on a read error, a file that shrank or corrupt data.
  */
 static int source_fill(struct source *s, char *err, size_t errlen)
 {
-	size_t want;
 	ssize_t k;
 
 	if (s->start) {
@@ -903,37 +1080,39 @@ static int source_fill(struct source *s, char *err, size_t errlen)
 		s->buf = b;
 		s->cap = cap;
 	}
-	/*
-	 * A regular file is read up to its size at open, as much as the
-	 * writer had finished then: what it appends meanwhile is left out.
-	 */
-	want = s->cap - s->end;
-	if (s->size >= 0 &&
-	    (unsigned long long)want > (unsigned long long)(s->size - s->got))
-		want = (size_t)(s->size - s->got);
-	k = 0;
-	if (want) {
-		do
-			k = read(s->fd, s->buf + s->end, want);
-		while (k < 0 && errno == EINTR);
-		if (k < 0)
-			return source_fail(s, errno, err, errlen);
+	if (s->zstd) {
+#ifdef HAVE_ZSTD
+		if (zstd_fill(s, err, errlen))
+			return -1;
+		s->buf[s->end] = '\0';
+#endif
+		return 0;
 	}
-	if (!k && s->size >= 0 && s->got < s->size) {
-		struct stat st;
-		long long now =
-			fstat(s->fd, &st) ? s->got : (long long)st.st_size;
-
-		snprintf(
-			err, errlen,
-			"%s: the trace shrank from %lld to %lld bytes while being read (rewritten by another run? %s)",
-			s->path, s->size, now, SHARED_HINT);
+	k = raw_read(s, s->buf + s->end, s->cap - s->end, err, errlen);
+	if (k < 0)
 		return -1;
-	}
 	s->eof = !k;
 	s->end += (size_t)k;
-	s->got += k;
+	s->pos += k;
 	s->buf[s->end] = '\0';
+	if (!s->first) {
+		s->first = true;
+		if (s->end >= sizeof(zstd_magic) &&
+		    !memcmp(s->buf, zstd_magic, sizeof(zstd_magic))) {
+#ifdef HAVE_ZSTD
+			s->pos = 0;
+			if (zstd_start(s, err, errlen))
+				return -1;
+			return source_fill(s, err, errlen);
+#else
+			snprintf(
+				err, errlen,
+				"%s: a compressed trace (zstd), and this alloy was built without zstd (libzstd-dev): decompress it first (zstd -d)",
+				s->path);
+			return -1;
+#endif
+		}
+	}
 	return 0;
 }
 
@@ -942,6 +1121,10 @@ static void source_close(struct source *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->buf);
+	free(s->zin);
+#ifdef HAVE_ZSTD
+	ZSTD_freeDStream(s->zd);
+#endif
 }
 
 int trace_read_progress(const char *path, struct trace *tr, char *err,
@@ -960,7 +1143,7 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 	for (;;) {
 		const char *line = src.buf + src.start;
 		const char *nl = memchr(line, '\n', src.end - src.start);
-		long long off = src.got - (long long)(src.end - src.start);
+		long long off = src.pos - (long long)(src.end - src.start);
 		size_t n;
 
 		if (!nl && !src.eof) {
@@ -997,11 +1180,20 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 				SHARED_HINT);
 			goto out;
 		}
+		/*
+		 * A compressed trace cut inside a frame (the writer died
+		 * between two flushes, or was killed in one) ends where its
+		 * last whole record does.
+		 */
+		if (!nl && src.cut) {
+			tr->cut = true;
+			break;
+		}
 		if (!nl) {
 			rc = fail(
 				&r,
 				"truncated line (no newline at byte %lld): the file was cut short",
-				src.got);
+				src.pos);
 			goto out;
 		}
 		n = (size_t)(nl - line);
@@ -1017,12 +1209,19 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 			goto out;
 		src.start += n + 1;
 		if (progress && src.size > 0 && !(r.line % PROGRESS_LINES))
-			progress(arg, (double)(off + (long long)n + 1) /
-					      (double)src.size);
+			progress(arg,
+				 src.zstd ? (double)src.got / (double)src.size
+					  : (double)(off + (long long)n + 1) /
+						    (double)src.size);
 	}
+	tr->compressed = src.zstd;
+	tr->cut = tr->cut || src.cut;
 	if (r.line == 0) {
-		snprintf(err, errlen, "%s: empty file, not an alloy trace",
-			 path);
+		snprintf(
+			err, errlen,
+			src.cut ? "%s: a compressed trace cut short before its first whole record"
+				: "%s: empty file, not an alloy trace",
+			path);
 		rc = -1;
 		goto out;
 	}
@@ -1056,6 +1255,9 @@ void trace_free(struct trace *tr)
 	for (size_t i = 0; i < tr->nmodules; i++)
 		free(tr->modules[i].path);
 	free(tr->modules);
+	free(tr->mem);
+	tr->mem = NULL;
+	tr->nmem = tr->memcap = 0;
 	tr->ev = NULL;
 	tr->threads = NULL;
 	tr->nodes = NULL;

@@ -66,6 +66,12 @@ struct trace_node {
 	bool defined;
 };
 
+/* A sample of the process's memory ("r" records, version 3). */
+struct trace_mem {
+	uint64_t t_ns;
+	uint64_t resident, mapped; /* bytes */
+};
+
 struct trace {
 	int version;
 	long pid;
@@ -75,6 +81,8 @@ struct trace {
 	size_t nseries;
 	bool complete;	 /* ended with an "end" record */
 	bool incomplete; /* its writer marked it incomplete (write error) */
+	bool compressed; /* the file is zstd-compressed */
+	bool cut;	 /* compressed, and its data ends inside a frame */
 	uint64_t lost;	 /* lines the writer lost, from that mark */
 	uint64_t end_ns; /* time of the end record, or of the last event */
 	size_t lines;
@@ -86,6 +94,10 @@ struct trace {
 	size_t nowners;
 	struct trace_module *modules;
 	size_t nmodules;
+	/* Resident memory samples, in time order, and their highest. */
+	struct trace_mem *mem;
+	size_t nmem, memcap;
+	uint64_t peak_resident, peak_resident_t_ns, peak_mapped;
 	/* References to things the trace never declared (see the docs). */
 	uint64_t missing_stacks, missing_parents, missing_owners;
 };
@@ -94,7 +106,10 @@ struct trace {
  * Read a whole trace.  0 on success; otherwise -1 and err holds
  * "PATH:LINE: (byte OFFSET) what is wrong".  A trace without its end
  * record (the program died) is read up to its last complete line and
- * tr->complete is false; a line cut in the middle is an error.  progress
+ * tr->complete is false; a line cut in the middle is an error, except in
+ * a compressed trace cut inside a frame, which ends at its last whole
+ * line (tr->cut).  A file starting with zstd's magic is decompressed as
+ * it is read.  progress
  * (may be NULL) is called now and then with the fraction read.
  */
 int trace_read_progress(const char *path, struct trace *tr, char *err,

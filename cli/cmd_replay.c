@@ -221,8 +221,10 @@ static int run_replay(int argc, char **argv)
 	}
 	if (!tr.complete)
 		fprintf(stderr,
-			"alloy replay: %s has no end record; replaying its %zu events\n",
-			path, tr.nev);
+			"alloy replay: %s %s; replaying its %zu events\n", path,
+			tr.cut ? "is cut short (its compressed data ends inside a frame)"
+			       : "has no end record",
+			tr.nev);
 	sum = malloc(sizeof(*sum));
 	if (!sum) {
 		trace_free(&tr);

@@ -223,6 +223,11 @@ static void warn_trace(const char *path, const struct trace *tr)
 			"alloy report: %s was marked incomplete by its writer (a write error; %llu lines lost); "
 			"reporting its %zu events\n",
 			path, (unsigned long long)tr->lost, tr->nev);
+	else if (tr->cut)
+		fprintf(stderr,
+			"alloy report: %s is cut short (its compressed data ends inside a frame: the program did not exit cleanly?); "
+			"reporting its %zu events, up to its last whole record\n",
+			path, tr->nev);
 	else if (!tr->complete)
 		fprintf(stderr,
 			"alloy report: %s has no end record (the program did not exit cleanly?); "

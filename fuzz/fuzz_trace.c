@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(err[0] != '\0');
 		return 0;
 	}
-	CHECK(tr.version == 1 || tr.version == TRACE_VERSION);
+	CHECK(tr.version >= 1 && tr.version <= TRACE_VERSION);
 	CHECK(tr.nseries <= TRACE_MAX_SERIES);
 	trace_summarize(&tr, &sum);
 	for (size_t i = 0; i < tr.nseries; i++) {

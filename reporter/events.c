@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * reporter/events.c - what each event writes: the trace's records
- * (version 2, docs/TRACE-FORMAT.md) and the event log's lines.
+ * (docs/TRACE-FORMAT.md) and the event log's lines.
  *
  * The trace is compact text: an event names its thread, its (allocator,
  * device, alignment) series, its stack and its owner by small numbers
  * declared on lines of their own before their first use, carries the
  * time since the previous event, and a free carries only the block's
  * address (the reader knows the live block).  A steady loop thus costs
- * some 25 bytes per event.  Each declarable thing remembers the trace
+ * some 25 bytes per event.  Beside the events, the writer samples the
+ * process's resident memory ("r" records) under the same lock, at an
+ * event when a quarter second has passed or the heap has grown an eighth
+ * since the last sample: a read of /proc a few times a second, not one
+ * an allocation.  Each declarable thing remembers the trace
  * generation it was written in, so that a forked child's trace, which
  * starts a new generation, declares them again.
  *
@@ -17,6 +21,7 @@
  * formatted by hand, not with printf, which costs more than the rest of
  * the event.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -28,6 +33,13 @@
 
 #define TRACE_BUF (64 * 1024)
 #define LOG_BUF	  (16 * 1024)
+/*
+ * Resident memory is sampled at an event this long after the last
+ * sample, and at an event that takes live bytes a step above the highest
+ * they had at a sample: an eighth more, and at least PEAK_STEP.
+ */
+#define SAMPLE_NS (250 * 1000 * 1000)
+#define PEAK_STEP (1024 * 1024)
 /*
  * Room for every series there can be, so that no block goes untraced
  * while its free is written (a reader refuses the free of a block it
@@ -56,9 +68,14 @@ _Atomic uint32_t alloy__rep_trace_gen;
 static struct {
 	uint32_t gen;	  /* bumped by every (re)open */
 	uint64_t t0_ns;	  /* time origin */
-	uint64_t last_ns; /* time of the last event written */
+	uint64_t last_ns; /* time of the last event written, in units */
+	bool us;	  /* units are microseconds (a compressed trace) */
 	uint64_t events;
-	uint32_t modules; /* modules written in this generation */
+	uint64_t live;	      /* bytes live in this trace's records */
+	uint64_t sampled_ns;  /* when memory was last sampled */
+	uint64_t sampled_top; /* the highest live bytes at a sample */
+	bool no_statm;	      /* /proc/self/statm cannot be read */
+	uint32_t modules;     /* modules written in this generation */
 	uint32_t nseries;
 	struct {
 		uint16_t entry;
@@ -265,10 +282,18 @@ static void declare_owner(uint32_t id)
 
 /* ---- events ------------------------------------------------------------- */
 
+/* Time since the trace opened, in the trace's unit. */
+static uint64_t trace_time(uint64_t now)
+{
+	uint64_t t = now > W.t0_ns ? now - W.t0_ns : 0;
+
+	return W.us ? t / 1000 : t;
+}
+
 /* The time field: since the previous event, never negative. */
 static char *put_time(char *p, uint64_t now)
 {
-	uint64_t t = now > W.t0_ns ? now - W.t0_ns : 0;
+	uint64_t t = trace_time(now);
 
 	/* Threads stamp before they take the lock: keep the file monotone. */
 	if (t < W.last_ns)
@@ -277,6 +302,77 @@ static char *put_time(char *p, uint64_t now)
 	W.last_ns = t;
 	W.events++;
 	return p;
+}
+
+/*
+ * Bytes resident and mapped, from /proc/self/statm (pages); false when
+ * it cannot be read (no /proc).  Plain system calls: no allocation.
+ */
+static bool read_statm(uint64_t *resident, uint64_t *mapped)
+{
+	char buf[128];
+	uint64_t v[2] = { 0, 0 }, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const char *p = buf;
+	ssize_t n;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "size resident shared text lib data dt" */
+	for (int i = 0; i < 2; i++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		while (*p >= '0' && *p <= '9')
+			v[i] = v[i] * 10 + (uint64_t)(*p++ - '0');
+		while (*p == ' ')
+			p++;
+	}
+	*mapped = v[0] * page;
+	*resident = v[1] * page;
+	return true;
+}
+
+/* "r DT RESIDENT MAPPED", under the lock; not an event. */
+static void sample_memory(uint64_t now)
+{
+	char line[80], *p = line;
+	uint64_t resident, mapped, t;
+
+	W.sampled_ns = now;
+	W.sampled_top = W.live > W.sampled_top ? W.live : W.sampled_top;
+	if (W.no_statm || !read_statm(&resident, &mapped)) {
+		W.no_statm = true;
+		return;
+	}
+	t = trace_time(now);
+	if (t < W.last_ns)
+		t = W.last_ns;
+	*p++ = TRACE_MEMORY;
+	*p++ = ' ';
+	p = put_dec(p, t - W.last_ns);
+	W.last_ns = t;
+	*p++ = ' ';
+	p = put_dec(p, resident);
+	*p++ = ' ';
+	p = put_dec(p, mapped);
+	put_line(line, p);
+}
+
+/* Whether this event calls for a sample: time, or a new height. */
+static bool sample_due(uint64_t now)
+{
+	uint64_t step = W.sampled_top / 8;
+
+	/* A thread that stamped before the last sample waits its turn. */
+	if (now > W.sampled_ns && now - W.sampled_ns >= SAMPLE_NS)
+		return true;
+	step = step > PEAK_STEP ? step : PEAK_STEP;
+	return W.live > W.sampled_top + step;
 }
 
 /* The whole of an 'a' record, under the lock. */
@@ -293,6 +389,7 @@ static void write_alloc(const struct rep_block *b, const struct rep_entry *e,
 		declare_stack(b->stack);
 	if (b->owner)
 		declare_owner(b->owner);
+	W.live += b->size;
 	*p++ = TRACE_ALLOC;
 	*p++ = ' ';
 	p = put_time(p, now);
@@ -333,6 +430,8 @@ static void trace_event(char op, uintptr_t ptr, const struct rep_block *b,
 	} else {
 		uint32_t th = declare_thread();
 
+		if (op == TRACE_FREE && b)
+			W.live -= b->size < W.live ? b->size : W.live;
 		*p++ = op;
 		*p++ = ' ';
 		p = put_time(p, now);
@@ -342,6 +441,8 @@ static void trace_event(char op, uintptr_t ptr, const struct rep_block *b,
 		p = put_hex(p, ptr);
 		put_line(line, p);
 	}
+	if (sample_due(now))
+		sample_memory(now);
 	alloy__stream_end(&alloy__rep_trace, now);
 }
 
@@ -390,12 +491,20 @@ static void write_header(const char *note)
 	W.t0_ns = alloy__rep_now_ns();
 	W.last_ns = 0;
 	W.events = 0;
+	W.live = 0;
+	W.sampled_top = 0;
+	W.no_statm = false;
 	W.modules = 0;
 	me.tid = 0; /* a forked child's thread has a new id */
+	/*
+	 * Nanosecond deltas are most of what is left of an event after
+	 * compression; a compressed trace keeps microseconds.
+	 */
+	W.us = alloy__rep_trace.z != NULL;
 	n = snprintf(line, sizeof(line),
-		     TRACE_MAGIC "%d pid=%ld clock=monotonic unit=ns%s%s",
-		     TRACE_VERSION, (long)getpid(), note ? " " : "",
-		     note ? note : "");
+		     TRACE_MAGIC "%d pid=%ld clock=monotonic unit=%s%s%s",
+		     TRACE_VERSION, (long)getpid(), W.us ? "us" : "ns",
+		     note ? " " : "", note ? note : "");
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
 	n = snprintf(line, sizeof(line), "%s", TRACE_LEGEND);
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
@@ -433,6 +542,7 @@ int alloy__rep_trace_open(const char *where, const char *note)
 		write_header(note);
 		now = W.t0_ns;
 		alloy__ptrtable_foreach_locked(write_live, &now);
+		sample_memory(now);
 		atomic_store(&alloy__rep_trace_gen, W.gen);
 		atomic_store(&alloy__rep_tracing, true);
 		alloy__stream_end(&alloy__rep_trace, alloy__rep_now_ns());
@@ -454,7 +564,10 @@ int alloy__rep_trace_close(void)
 		/* Events still on their way belong to no trace now. */
 		if (!++W.gen)
 			W.gen = 1;
-		t = alloy__rep_now_ns() - W.t0_ns;
+		/* The last sample, in the trace of a tidy exit. */
+		if (!alloy__rep_trace.error)
+			sample_memory(alloy__rep_now_ns());
+		t = trace_time(alloy__rep_now_ns());
 		if (t < W.last_ns)
 			t = W.last_ns;
 		if (alloy__rep_trace.error)

@@ -9,6 +9,7 @@
  * intern.c     the lock-free tables stacks.c and owners.c are built on
  * events.c     the trace (docs/TRACE-FORMAT.md) and event log lines
  * stream.c     bounded, line-buffered output for the trace and event log
+ * compress.c   a trace written through zstd (a path ending in .zst)
  * session.c    configured start, files (%p, saved stderr), fork, exit
  * print.c      the summary and leak report in text or JSON
  * symtab.c     frames named in the running process, for that report
@@ -371,7 +372,9 @@ struct rep_stream {
 	const char *what;  /* "trace", "log": for the error message */
 	char *buf;
 	size_t len, cap;
-	uint64_t good; /* bytes of the file that are whole lines */
+	uint64_t good;	    /* bytes of the file that are whole lines */
+	uint64_t pending;   /* bytes written by the write-out under way */
+	struct rep_zstd *z; /* compressing (a path ending in .zst), or NULL */
 	uint64_t last_flush_ns;
 	uint64_t flush_ns;
 	uint64_t lines;
@@ -407,6 +410,28 @@ ALLOY_HIDDEN void alloy__stream_put_last(struct rep_stream *s, const char *line,
 					 size_t len);
 /* Forget the file without writing (a forked child's copy). */
 ALLOY_HIDDEN void alloy__stream_drop(struct rep_stream *s);
+
+/* ---- compressed traces (compress.c) -------------------------------- */
+
+struct rep_zstd;
+
+/* Whether a trace at path is written compressed: it ends in ".zst". */
+ALLOY_HIDDEN bool alloy__rep_zstd_path(const char *path);
+/*
+ * The compressor, reset for a new file; -ENOTSUP in a build without
+ * zstd, -ELIBACC when libzstd.so.1 cannot be loaded, -ENOMEM without
+ * room for its workspace.
+ */
+ALLOY_HIDDEN int alloy__rep_zstd_begin(struct rep_zstd **z);
+/*
+ * Compress in[0, len) and hand every compressed byte to sink, ending a
+ * block (end: the frame) so that all of it can be decompressed from the
+ * file.  0, or sink's error, or -EIO.
+ */
+ALLOY_HIDDEN int alloy__rep_zstd_push(struct rep_zstd *z, const char *in,
+				      size_t len, bool end,
+				      int (*sink)(void *, const char *, size_t),
+				      void *arg);
 
 /* Monotonic nanoseconds. */
 ALLOY_HIDDEN uint64_t alloy__rep_now_ns(void);

@@ -18,6 +18,10 @@
  * the file still ends in a whole line and the trace can say at its end
  * that it is incomplete.
  *
+ * A trace path ending in .zst is written through zstd (compress.c) at
+ * those same write-outs, each ending a zstd block, so the compressed file
+ * too holds every record up to the last write.
+ *
  * The descriptors are alloy's, open in a program that does not know of
  * them (docs/PRELOAD.md, "What alloy keeps open in your program"): they
  * sit high and close on exec, and each write first checks that the
@@ -179,6 +183,22 @@ int alloy__stream_open(struct rep_stream *s, const char *what,
 				  "path \"%s\" is too long", where);
 		goto out_unlock;
 	}
+	s->z = NULL;
+	if (!strcmp(what, "trace") && alloy__conf_names_file(where) &&
+	    alloy__rep_zstd_path(s->path)) {
+		rc = alloy__rep_zstd_begin(&s->z);
+		if (rc) {
+			rc = alloy__error(
+				rc, __func__,
+				rc == -ENOTSUP
+					? "\"%s\" ends in .zst, and this alloy was built without zstd (libzstd-dev): give a path without .zst for a text trace"
+				: rc == -ELIBACC
+					? "\"%s\" ends in .zst, and libzstd.so.1 cannot be loaded: give a path without .zst for a text trace"
+					: "no memory for the compressor of \"%s\"",
+				s->path);
+			goto out_unlock;
+		}
+	}
 	if (!alloy__conf_names_file(where)) {
 		s->std = strcmp(where, "stdout") ? "stderr" : "stdout";
 		alloy__rep_std_fd(s->std, &s->out);
@@ -269,12 +289,34 @@ static bool still_ours(struct rep_stream *s)
 	return false;
 }
 
-/* Write the buffer out; under the lock. */
-static int write_out(struct rep_stream *s)
+/* All of [p, p + len) to the file: 0 or -errno. */
+static int write_bytes(void *arg, const char *p, size_t len)
 {
+	struct rep_stream *s = arg;
 	size_t off = 0;
 
-	if (!s->error && s->len && !still_ours(s)) {
+	while (off < len) {
+		ssize_t n = write(s->out.fd, p + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		off += (size_t)n;
+		s->pending += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Write the buffer out (through the compressor, which ends its frame
+ * when last); under the lock.
+ */
+static int write_out_as(struct rep_stream *s, bool last)
+{
+	int err;
+
+	if (!s->error && (s->len || (s->z && last)) && !still_ours(s)) {
 		for (size_t i = 0; i < s->len; i++)
 			s->lost += s->buf[i] == '\n';
 	}
@@ -282,24 +324,29 @@ static int write_out(struct rep_stream *s)
 		s->len = 0;
 		return s->error;
 	}
-	while (off < s->len) {
-		ssize_t n = write(s->out.fd, s->buf + off, s->len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* Every line in the buffer counts as lost. */
-			for (size_t i = 0; i < s->len; i++)
-				s->lost += s->buf[i] == '\n';
-			write_failed(s, n < 0 ? -errno : -EIO);
-			break;
-		}
-		off += (size_t)n;
+	if (!s->len && !(s->z && last))
+		return 0;
+	s->pending = 0;
+	if (s->z)
+		err = alloy__rep_zstd_push(s->z, s->buf, s->len, last,
+					   write_bytes, s);
+	else
+		err = write_bytes(s, s->buf, s->len);
+	if (err) {
+		/* Every line in the buffer counts as lost. */
+		for (size_t i = 0; i < s->len; i++)
+			s->lost += s->buf[i] == '\n';
+		write_failed(s, err);
+	} else {
+		s->good += s->pending;
 	}
-	if (!s->error)
-		s->good += s->len;
 	s->len = 0;
 	return s->error;
+}
+
+static int write_out(struct rep_stream *s)
+{
+	return write_out_as(s, false);
 }
 
 bool alloy__stream_begin(struct rep_stream *s)
@@ -366,6 +413,11 @@ void alloy__stream_put_last(struct rep_stream *s, const char *line, size_t len)
 		alloy__stream_put(s, line, len);
 		return;
 	}
+	/* A compressed trace cannot take text after its cut: it ends cut. */
+	if (s->z) {
+		s->lost++;
+		return;
+	}
 	/* One more try, past the dropped lines: a disk with room again
 	 * takes the mark; else it is lost with the rest. */
 	len = len < sizeof(buf) - 1 ? len : sizeof(buf) - 1;
@@ -380,7 +432,7 @@ void alloy__stream_close(struct rep_stream *s)
 {
 	pthread_mutex_lock(&s->lock);
 	if (s->out.fd >= 0) {
-		write_out(s);
+		write_out_as(s, true);
 		if (s->own_fd)
 			alloy__rep_fd_close(&s->out);
 	}
@@ -395,4 +447,5 @@ void alloy__stream_drop(struct rep_stream *s)
 		alloy__rep_fd_close(&s->out);
 	s->out.fd = -1;
 	s->len = 0;
+	s->z = NULL;
 }

@@ -18,8 +18,12 @@
 #define TRACE_MAGIC	"alloy-trace "
 #define TRACE_MAGIC_LEN (sizeof(TRACE_MAGIC) - 1)
 
-/* The version the reporter writes; readers still read 1 as well. */
-#define TRACE_VERSION 2
+/*
+ * The version the reporter writes; readers still read 1 and 2 as well.
+ * Version 3 is version 2 with the header's unit either ns or us, and
+ * samples of the process's resident memory.
+ */
+#define TRACE_VERSION 3
 
 /* The comment the writer puts under the header, for a reader with less. */
 #define TRACE_LEGEND                                        \
@@ -34,7 +38,7 @@ enum trace_op {
 	TRACE_DOUBLE_FREE = 'd',
 };
 
-/* Declarations (version 2), each before the first event that uses it. */
+/* Declarations (version 2 on), each before the first event that uses it. */
 enum trace_decl {
 	TRACE_DECL_MODULE = 'M', /* START END OFFSET BUILDID PATH */
 	TRACE_DECL_THREAD = 'T', /* ID TID */
@@ -42,6 +46,13 @@ enum trace_decl {
 	TRACE_DECL_NODE = 's',	 /* ID PARENT FRAME */
 	TRACE_DECL_OWNER = 'o',	 /* ID LABEL */
 };
+
+/*
+ * A sample of the process's memory (version 3): "r DT RESIDENT MAPPED",
+ * bytes resident and bytes mapped (/proc/self/statm).  Not an event: the
+ * end record does not count it.
+ */
+#define TRACE_MEMORY 'r'
 
 /* The last line: "end T EVENTS", or "incomplete T LOST" after an error. */
 #define TRACE_END	 "end "

@@ -12,6 +12,9 @@ pkgs+=(python3-dev python3-numpy python3-pytest python3-hypothesis
        libdlpack-dev)
 # `alloy report --format pprof`: protobuf-c's library and compiler, zlib.
 pkgs+=(libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
+# Compressed traces (a trace path ending in .zst); the zstd tool, with
+# which tests/cli/test_trace_mem.sh checks the files (skipped without).
+pkgs+=(libzstd-dev zstd)
 # --ci: CI's reliability stages (libFuzzer comes with clang; valgrind),
 #   clang-format (scripts/check-format.sh), universal-ctags
 #   (tests/cli/test_tags.sh skips without it) and headless Chromium, so

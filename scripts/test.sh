@@ -39,7 +39,7 @@ if [ "$ci" = yes ]; then
 	echo "=== again with every optional part left out (build-minimal)"
 	run_suite build-minimal --without-libunwind --without-python \
 		--without-jemalloc --without-mimalloc --without-libtorch \
-		--without-cuda --without-pprof
+		--without-cuda --without-pprof --without-zstd
 	echo "=== again under ASan+UBSan"
 	run_suite build-asan --enable-sanitizers
 	# TSan on the threaded suites, valgrind, bounded fuzzing.

@@ -301,7 +301,8 @@ static const struct {
 } bad[] = {
 	{ "", "empty file" },
 	{ "hello\n", ":1: (byte 0) not an alloy trace" },
-	{ "alloy-trace 3 pid=1\n", ":1: (byte 0) trace version 3" },
+	{ "alloy-trace 4 pid=1\n", ":1: (byte 0) trace version 4" },
+	{ "alloy-trace 3 pid=1 unit=ms\n", ":1: (byte 0) unknown time unit" },
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 2 1 0x20 5 8 x cp",
 	  ":3: (byte 43) truncated line" },
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\nz 2 1 0x10\n",
