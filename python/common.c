@@ -11,6 +11,7 @@
  */
 #include "common.h" /* Python.h first, as Python asks */
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,4 +122,31 @@ int alloy__py_device_type(const char *name)
 			"alloy: unknown device \"%s\" (cpu, cuda or cuda_host)",
 			name);
 	return type;
+}
+
+bool alloy__py_in_build_tree(void)
+{
+#ifdef ALLOY_BUILD_DIR
+	Dl_info info;
+
+	return dladdr((void *)alloy__py_in_build_tree, &info) &&
+	       info.dli_fname &&
+	       !strncmp(info.dli_fname, ALLOY_BUILD_DIR "/",
+			strlen(ALLOY_BUILD_DIR "/"));
+#else
+	return false;
+#endif
+}
+
+const char *alloy__py_command(void)
+{
+#ifdef ALLOY_BUILD_DIR
+	if (alloy__py_in_build_tree())
+		return ALLOY_BUILD_DIR "/alloy";
+#endif
+#ifdef ALLOY_BINDIR
+	return ALLOY_BINDIR "/alloy";
+#else
+	return NULL;
+#endif
 }

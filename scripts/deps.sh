@@ -22,7 +22,9 @@ pkgs+=(libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 #   and python3-torch, whose torch.cuda._memory_viz reads the snapshots
 #   of `alloy report --format torch-snapshot` and alloy.cuda
 #   (tests/cli/test_torch_viewer.sh, tests/python/test_cuda.py; about
-#   three minutes to install, apt-get update included).
+#   three minutes to install, apt-get update included), venv, pip,
+#   setuptools and wheel (tests/cli/test_pip_install.sh: pip install of
+#   python/ in a fresh venv).
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
@@ -31,7 +33,8 @@ pkgs+=(libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 for arg in "$@"; do
 	case $arg in
 	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium
-		golang-go python3-torch) ;;
+		golang-go python3-torch python3-venv python3-pip
+		python3-setuptools python3-wheel) ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;
