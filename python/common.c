@@ -14,7 +14,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct {
@@ -93,6 +95,8 @@ static PyObject *exception_for(int rc)
 		return PyExc_MemoryError;
 	case EINVAL:
 	case ERANGE:
+	case E2BIG:
+	case ENAMETOOLONG:
 		return PyExc_ValueError;
 	case EOVERFLOW:
 		return PyExc_OverflowError;
@@ -110,6 +114,31 @@ PyObject *alloy__py_raise(PyObject *exc, int rc)
 	PyErr_Format(exc ? exc : exception_for(rc), "alloy: %s (%s)",
 		     msg[0] ? msg : "failed", alloy_strerror(rc));
 	return NULL;
+}
+
+int alloy__py_device(const char *s, struct alloy_device *dev)
+{
+	const char *colon = strchr(s, ':');
+	char type[32];
+	long index = 0;
+	char *end;
+
+	snprintf(type, sizeof(type), "%.*s",
+		 (int)(colon ? (size_t)(colon - s) : strlen(s)), s);
+	if (colon) {
+		index = strtol(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || index < 0 ||
+		    index > INT16_MAX) {
+			PyErr_Format(
+				PyExc_ValueError,
+				"alloy: device \"%s\": the index after ':' must be 0..%d",
+				s, INT16_MAX);
+			return -1;
+		}
+	}
+	dev->type = (int16_t)alloy__py_device_type(type);
+	dev->index = (int16_t)index;
+	return dev->type < 0 ? -1 : 0;
 }
 
 int alloy__py_device_type(const char *name)

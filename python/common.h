@@ -39,6 +39,12 @@ bool alloy__py_in_build_tree(void);
  */
 const char *alloy__py_command(void);
 
+/*
+ * "cpu", "cpu:0", "cuda:1", "cuda_host" -> the device; -1 with
+ * ValueError set.
+ */
+int alloy__py_device(const char *s, struct alloy_device *dev);
+
 /* "cpu" -> ALLOY_DEVICE_CPU; -1 with ValueError set. */
 int alloy__py_device_type(const char *name);
 

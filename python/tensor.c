@@ -75,8 +75,14 @@ static int parse_shape(PyObject *seq, int64_t *dims, int *ndim)
 	PyObject *fast;
 	Py_ssize_t n;
 
-	if (PyLong_Check(seq)) {
-		dims[0] = PyLong_AsLongLong(seq);
+	/* An int, or anything that is one (__index__: NumPy's integers). */
+	if (PyIndex_Check(seq)) {
+		PyObject *i = PyNumber_Index(seq);
+
+		if (!i)
+			return -1;
+		dims[0] = PyLong_AsLongLong(i);
+		Py_DECREF(i);
 		*ndim = 1;
 		return dims[0] == -1 && PyErr_Occurred() ? -1 : 0;
 	}
@@ -103,32 +109,6 @@ static int parse_shape(PyObject *seq, int64_t *dims, int *ndim)
 	return 0;
 }
 
-/* "cpu", "cuda", "cuda:1", "cuda_host" */
-static int parse_device(const char *s, struct alloy_device *dev)
-{
-	const char *colon = strchr(s, ':');
-	char type[32];
-	long index = 0;
-	char *end;
-
-	snprintf(type, sizeof(type), "%.*s",
-		 (int)(colon ? (size_t)(colon - s) : strlen(s)), s);
-	if (colon) {
-		index = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || index < 0 ||
-		    index > INT16_MAX) {
-			PyErr_Format(
-				PyExc_ValueError,
-				"alloy: device \"%s\": the index after ':' must be 0..%d",
-				s, INT16_MAX);
-			return -1;
-		}
-	}
-	dev->type = (int16_t)alloy__py_device_type(type);
-	dev->index = (int16_t)index;
-	return dev->type < 0 ? -1 : 0;
-}
-
 static PyObject *py_empty(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "shape", "dtype", "device", NULL };
@@ -143,7 +123,7 @@ static PyObject *py_empty(PyObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ss", names, &shape,
 					 &dtype, &device) ||
 	    alloy__py_ready() || parse_shape(shape, dims, &ndim) ||
-	    parse_device(device, &dev))
+	    alloy__py_device(device, &dev))
 		return NULL;
 	type = type_named(dtype);
 	if (!type)
@@ -276,6 +256,18 @@ static PyObject *capsule_of(PyObject *obj)
 		Py_CLEAR(dev);
 	}
 	if (!dev || !PyArg_ParseTuple(dev, "ii", &type, &id)) {
+		/* "ii" says only "signed integer is greater than maximum". */
+		if (dev && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyObject *r;
+
+			PyErr_Clear();
+			r = PyObject_Repr(dev);
+			PyErr_Format(
+				PyExc_OverflowError,
+				"alloy.from_dlpack: %s.__dlpack_device__() gave %S: DLPack's device type and id are 32-bit ints",
+				Py_TYPE(obj)->tp_name, r ? r : Py_None);
+			Py_XDECREF(r);
+		}
 		Py_XDECREF(dev);
 		return NULL;
 	}
