@@ -74,6 +74,10 @@ import numpy as np
 
 venv, prefix = sys.argv[1], sys.argv[2]
 assert alloy.__file__.startswith(venv + "/"), alloy.__file__
+# What python3 -m alloy puts on its children's PYTHONPATH.
+import os
+assert os.path.isfile(os.path.join(os.path.dirname(alloy.__file__),
+                                   "_child", "sitecustomize.py"))
 libs = {line.split()[-1] for line in open("/proc/self/maps")
         if "liballoy.so" in line}
 assert libs and all(l.startswith(prefix + "/lib/") for l in libs), libs
