@@ -9,6 +9,7 @@
  * capsule's destructor deletes a tensor nobody took.  A capsule can be
  * consumed once.
  */
+#include <stdbool.h>
 #include <string.h>
 #include <alloy/dlpack.h>
 
@@ -217,13 +218,38 @@ struct gil_guard {
 	DLManagedTensor *producer;
 };
 
+/*
+ * Whether the calling thread holds the GIL, in whichever interpreter:
+ * PyGILState_Check knows only the main interpreter's threads, and says
+ * no in a subinterpreter's.
+ */
+static bool holds_gil(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return PyThreadState_GetUnchecked() != NULL;
+#else
+	return _PyThreadState_UncheckedGet() != NULL;
+#endif
+}
+
 static void gil_guard_deleter(DLManagedTensor *m)
 {
 	struct gil_guard *g = m->manager_ctx;
 	PyGILState_STATE st;
 
-	/* After the interpreter is gone its objects are too: leak. */
-	if (g->producer->deleter && Py_IsInitialized()) {
+	/*
+	 * A thread that holds the GIL already calls the deleter as it is:
+	 * taking it again would wait for itself (a subinterpreter's thread),
+	 * and during the interpreter's finalization, when Py_IsInitialized()
+	 * is false already, the objects the producer lets go are still there
+	 * to be freed.  Any other thread takes the GIL while the interpreter
+	 * lives; after it is gone its objects are too: leak.
+	 */
+	if (!g->producer->deleter) {
+		/* nothing to call */
+	} else if (holds_gil()) {
+		g->producer->deleter(g->producer);
+	} else if (Py_IsInitialized()) {
 		st = PyGILState_Ensure();
 		g->producer->deleter(g->producer);
 		PyGILState_Release(st);
