@@ -86,6 +86,8 @@ const char *alloy_strerror(int err)
 		{ -ENOTSUP, "ENOTSUP" },
 		{ -EFAULT, "EFAULT" },
 		{ -EAGAIN, "EAGAIN" },
+		{ -E2BIG, "E2BIG" },
+		{ -ENAMETOOLONG, "ENAMETOOLONG" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)

@@ -105,8 +105,8 @@ int alloy_owner_push(const char *label)
 	need = o->len + (o->depth ? 1 : 0) + n;
 	ALLOY_ENFORCE(
 		need <= ALLOY_OWNER_MAX, -ENAMETOOLONG,
-		"owner path \"%s/%s\" would be %zu bytes (the most is %d)",
-		o->path, label, need, ALLOY_OWNER_MAX);
+		"owner path \"%s%s%s\" would be %zu bytes (the most is %d)",
+		o->path, o->depth ? "/" : "", label, need, ALLOY_OWNER_MAX);
 	o->lens[o->depth] = (uint16_t)o->len;
 	if (o->depth)
 		o->path[o->len++] = '/';

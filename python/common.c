@@ -11,9 +11,12 @@
  */
 #include "common.h" /* Python.h first, as Python asks */
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct {
@@ -92,6 +95,8 @@ static PyObject *exception_for(int rc)
 		return PyExc_MemoryError;
 	case EINVAL:
 	case ERANGE:
+	case E2BIG:
+	case ENAMETOOLONG:
 		return PyExc_ValueError;
 	case EOVERFLOW:
 		return PyExc_OverflowError;
@@ -111,6 +116,31 @@ PyObject *alloy__py_raise(PyObject *exc, int rc)
 	return NULL;
 }
 
+int alloy__py_device(const char *s, struct alloy_device *dev)
+{
+	const char *colon = strchr(s, ':');
+	char type[32];
+	long index = 0;
+	char *end;
+
+	snprintf(type, sizeof(type), "%.*s",
+		 (int)(colon ? (size_t)(colon - s) : strlen(s)), s);
+	if (colon) {
+		index = strtol(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || index < 0 ||
+		    index > INT16_MAX) {
+			PyErr_Format(
+				PyExc_ValueError,
+				"alloy: device \"%s\": the index after ':' must be 0..%d",
+				s, INT16_MAX);
+			return -1;
+		}
+	}
+	dev->type = (int16_t)alloy__py_device_type(type);
+	dev->index = (int16_t)index;
+	return dev->type < 0 ? -1 : 0;
+}
+
 int alloy__py_device_type(const char *name)
 {
 	int type = alloy_device_type_from_name(name);
@@ -121,4 +151,31 @@ int alloy__py_device_type(const char *name)
 			"alloy: unknown device \"%s\" (cpu, cuda or cuda_host)",
 			name);
 	return type;
+}
+
+bool alloy__py_in_build_tree(void)
+{
+#ifdef ALLOY_BUILD_DIR
+	Dl_info info;
+
+	return dladdr((void *)alloy__py_in_build_tree, &info) &&
+	       info.dli_fname &&
+	       !strncmp(info.dli_fname, ALLOY_BUILD_DIR "/",
+			strlen(ALLOY_BUILD_DIR "/"));
+#else
+	return false;
+#endif
+}
+
+const char *alloy__py_command(void)
+{
+#ifdef ALLOY_BUILD_DIR
+	if (alloy__py_in_build_tree())
+		return ALLOY_BUILD_DIR "/alloy";
+#endif
+#ifdef ALLOY_BINDIR
+	return ALLOY_BINDIR "/alloy";
+#else
+	return NULL;
+#endif
 }

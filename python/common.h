@@ -27,6 +27,24 @@ int alloy__py_ready(void);
  */
 PyObject *alloy__py_raise(PyObject *exc, int rc);
 
+/*
+ * Whether this module is the build tree's (python/stage, before `make
+ * install`): then the adapter and the alloy command are the build tree's.
+ */
+bool alloy__py_in_build_tree(void);
+
+/*
+ * The path of the alloy command that goes with this module: the build
+ * tree's, or the one installed beside liballoy; NULL when not known.
+ */
+const char *alloy__py_command(void);
+
+/*
+ * "cpu", "cpu:0", "cuda:1", "cuda_host" -> the device; -1 with
+ * ValueError set.
+ */
+int alloy__py_device(const char *s, struct alloy_device *dev);
+
 /* "cpu" -> ALLOY_DEVICE_CPU; -1 with ValueError set. */
 int alloy__py_device_type(const char *name);
 

@@ -21,6 +21,22 @@ static int add_methods(PyObject *module, PyMethodDef *methods)
 	return 0;
 }
 
+/* _command: the alloy command the notebook magics run (alloy/magic.py). */
+static int add_command(PyObject *module)
+{
+	const char *path = alloy__py_command();
+
+	if (!path) {
+		Py_INCREF(Py_None);
+		if (PyModule_AddObject(module, "_command", Py_None)) {
+			Py_DECREF(Py_None);
+			return -1;
+		}
+		return 0;
+	}
+	return PyModule_AddStringConstant(module, "_command", path);
+}
+
 static struct PyModuleDef module_def = {
 	PyModuleDef_HEAD_INIT,
 	.m_name = "alloy._alloy",
@@ -43,7 +59,8 @@ PyMODINIT_FUNC PyInit__alloy(void)
 	    add_methods(m, alloy__py_torch_methods) ||
 	    add_methods(m, alloy__py_cuda_methods) ||
 	    alloy__py_tensor_init(m) ||
-	    PyModule_AddStringConstant(m, "version", alloy_version())) {
+	    PyModule_AddStringConstant(m, "version", alloy_version()) ||
+	    add_command(m)) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -20,12 +20,26 @@
  * restores it in the calling context; alloy/numpy.py covers new threads.
  * Each array keeps the handler that made it, so arrays made before or
  * after a switch are all freed by their maker.
+ *
+ * alloy.numpy.enable() is process-wide, but a context can only be set
+ * from its own thread: a disable() in one thread cannot reach the
+ * contexts enable() set in others.  So enable() installs a second
+ * handler, also named "alloy", that serves from alloy while the process
+ * switch is on and from the handler in force before enable() (NumPy's
+ * own, usually) once it is off.  The blocks it makes from that handler
+ * are kept in a set of addresses, so that each goes back to its maker;
+ * the set is looked at only while it holds any.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <alloy/plain.h>
 
 #define HANDLER_NAME "alloy"
@@ -64,6 +78,158 @@ static PyDataMem_Handler handler = {
 
 /* The capsule NumPy gets: one for the life of the process. */
 static PyObject *capsule;
+
+/* ---- enable()'s handler: alloy while the process switch is on -------- */
+
+static atomic_bool process_on;
+/* The handler served from while off; its capsule is held for good. */
+static PyDataMem_Handler *_Atomic process_previous;
+
+/* The blocks made from a previous handler: address -> its handler. */
+struct foreign {
+	void *ptr;
+	PyDataMem_Handler *maker;
+	struct foreign *next;
+};
+
+#define FOREIGN_BUCKETS 256
+static struct foreign *foreign_table[FOREIGN_BUCKETS];
+static atomic_size_t foreign_count;
+static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct foreign **foreign_bucket(const void *ptr)
+{
+	uintptr_t a = (uintptr_t)ptr >> 4;
+
+	return &foreign_table[(a ^ (a >> 8) ^ (a >> 16)) % FOREIGN_BUCKETS];
+}
+
+/*
+ * The node of a foreign block, unlinked from the set when unlink is
+ * set (the caller frees it, or links it again); NULL: alloy's block.
+ */
+static struct foreign *foreign_find(const void *ptr, bool unlink)
+{
+	struct foreign **p, *f = NULL;
+
+	if (!ptr || !atomic_load_explicit(&foreign_count, memory_order_acquire))
+		return NULL;
+	pthread_mutex_lock(&foreign_lock);
+	for (p = foreign_bucket(ptr); *p; p = &(*p)->next) {
+		if ((*p)->ptr == ptr) {
+			f = *p;
+			if (unlink) {
+				*p = f->next;
+				atomic_fetch_sub(&foreign_count, 1);
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&foreign_lock);
+	return f;
+}
+
+static void foreign_link(struct foreign *f)
+{
+	struct foreign **b;
+
+	pthread_mutex_lock(&foreign_lock);
+	b = foreign_bucket(f->ptr);
+	f->next = *b;
+	*b = f;
+	atomic_fetch_add(&foreign_count, 1);
+	pthread_mutex_unlock(&foreign_lock);
+}
+
+static int foreign_add(void *ptr, PyDataMem_Handler *maker)
+{
+	struct foreign *f = malloc(sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->ptr = ptr;
+	f->maker = maker;
+	foreign_link(f);
+	return 0;
+}
+
+/* A block from the previous handler, recorded; NULL if either fails. */
+static void *foreign_made(PyDataMem_Handler *h, void *ptr, size_t size)
+{
+	if (ptr && foreign_add(ptr, h)) {
+		h->allocator.free(h->allocator.ctx, ptr, size);
+		return NULL;
+	}
+	return ptr;
+}
+
+static void *process_malloc(void *ctx, size_t size)
+{
+	PyDataMem_Handler *h;
+
+	if (atomic_load_explicit(&process_on, memory_order_relaxed))
+		return alloy_malloc(size);
+	h = atomic_load(&process_previous);
+	return foreign_made(h, h->allocator.malloc(h->allocator.ctx, size),
+			    size);
+}
+
+static void *process_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	PyDataMem_Handler *h;
+
+	if (atomic_load_explicit(&process_on, memory_order_relaxed))
+		return alloy_calloc(nelem, elsize);
+	h = atomic_load(&process_previous);
+	return foreign_made(
+		h, h->allocator.calloc(h->allocator.ctx, nelem, elsize),
+		nelem * elsize);
+}
+
+static void *process_realloc(void *ctx, void *ptr, size_t new_size)
+{
+	struct foreign *f;
+	void *n;
+
+	if (!ptr) /* a new block: as malloc */
+		return process_malloc(ctx, new_size ? new_size : 1);
+	f = foreign_find(ptr, true);
+	if (!f)
+		return alloy_realloc(ptr, new_size ? new_size : 1);
+	n = f->maker->allocator.realloc(f->maker->allocator.ctx, ptr,
+					new_size ? new_size : 1);
+	/* Failed, the old block is still there: it stays in the set. */
+	if (n)
+		f->ptr = n;
+	foreign_link(f);
+	return n;
+}
+
+static void process_free(void *ctx, void *ptr, size_t size)
+{
+	struct foreign *f = foreign_find(ptr, true);
+
+	if (!f) {
+		alloy_free(ptr);
+		return;
+	}
+	f->maker->allocator.free(f->maker->allocator.ctx, ptr, size);
+	free(f);
+}
+
+static PyDataMem_Handler process_handler = {
+	.name = HANDLER_NAME,
+	.version = 1,
+	.allocator = {
+		.ctx = NULL,
+		.malloc = process_malloc,
+		.calloc = process_calloc,
+		.realloc = process_realloc,
+		.free = process_free,
+	},
+};
+
+static PyObject *process_capsule;
 
 /*
  * The benchmark's anchor (python3 -m alloy.bench): NumPy on a library's
@@ -156,6 +322,46 @@ static PyObject *py_install(PyObject *self, PyObject *noargs)
 	return PyDataMem_SetHandler(capsule);
 }
 
+static PyObject *py_is_alloys(PyObject *self, PyObject *h)
+{
+	return PyBool_FromLong(h == capsule || h == process_capsule);
+}
+
+static PyObject *py_install_process(PyObject *self, PyObject *noargs)
+{
+	return PyDataMem_SetHandler(process_capsule);
+}
+
+/*
+ * switch_process(on, previous): enable()'s handler serves from alloy, or
+ * from previous (a handler capsule, None for NumPy's default; never one
+ * of alloy's own).
+ */
+static PyObject *py_switch_process(PyObject *self, PyObject *args)
+{
+	PyObject *previous;
+	PyDataMem_Handler *h;
+	int on;
+
+	if (!PyArg_ParseTuple(args, "pO", &on, &previous))
+		return NULL;
+	if (previous == Py_None)
+		previous = PyDataMem_DefaultHandler;
+	if (!PyCapsule_IsValid(previous, "mem_handler") ||
+	    previous == capsule || previous == process_capsule)
+		return PyErr_Format(
+			PyExc_ValueError,
+			"alloy: switch_process() takes another handler capsule or None");
+	h = PyCapsule_GetPointer(previous, "mem_handler");
+	if (!h)
+		return NULL;
+	/* Blocks made from it may outlive any later switch. */
+	Py_INCREF(previous);
+	atomic_store(&process_previous, h);
+	atomic_store(&process_on, on);
+	Py_RETURN_NONE;
+}
+
 static PyObject *py_current_is_alloy(PyObject *self, PyObject *noargs)
 {
 	PyObject *now = PyDataMem_GetHandler();
@@ -163,7 +369,8 @@ static PyObject *py_current_is_alloy(PyObject *self, PyObject *noargs)
 
 	if (!now)
 		return NULL;
-	is = now == capsule;
+	is = now == capsule ||
+	     (now == process_capsule && atomic_load(&process_on));
 	Py_DECREF(now);
 	return PyBool_FromLong(is);
 }
@@ -175,6 +382,12 @@ static PyMethodDef methods[] = {
 	  "direct_handler(name, malloc, calloc, realloc, free) -> a handler capsule for NumPy on those functions (addresses), without alloy; for benchmarks" },
 	{ "set", py_set, METH_O,
 	  "set(handler) -> the previous handler: a handler capsule (what install() returned), or None for NumPy's default" },
+	{ "install_process", py_install_process, METH_NOARGS,
+	  "install_process() -> the previous handler: enable()'s handler (alloy while switch_process is on) in this context" },
+	{ "switch_process", py_switch_process, METH_VARARGS,
+	  "switch_process(on, previous): enable()'s handler on alloy, or on previous (a handler capsule, None: NumPy's default)" },
+	{ "is_alloys", py_is_alloys, METH_O,
+	  "is_alloys(handler) -> whether the capsule is one of alloy's handlers" },
 	{ "current_is_alloy", py_current_is_alloy, METH_NOARGS,
 	  "whether this context's NumPy handler is alloy's" },
 	{ NULL, NULL, 0, NULL },
@@ -198,6 +411,13 @@ PyMODINIT_FUNC PyInit__numpy(void)
 	capsule = PyCapsule_New(&handler, "mem_handler", NULL);
 	if (!capsule)
 		return NULL;
+	process_capsule = PyCapsule_New(&process_handler, "mem_handler", NULL);
+	if (!process_capsule)
+		return NULL;
+	atomic_store(&process_on, true);
+	atomic_store(
+		&process_previous,
+		PyCapsule_GetPointer(PyDataMem_DefaultHandler, "mem_handler"));
 	m = PyModule_Create(&module_def);
 	if (!m)
 		return NULL;

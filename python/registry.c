@@ -27,15 +27,13 @@ static PyObject *py_get_default(PyObject *self, PyObject *args, PyObject *kw)
 	static char *names[] = { "device", NULL };
 	const char *device = "cpu";
 	struct alloy_allocator *a;
-	int type;
+	struct alloy_device dev;
 
+	/* A default is a device type's: "cuda:1" asks about cuda's. */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s", names, &device) ||
-	    alloy__py_ready())
+	    alloy__py_ready() || alloy__py_device(device, &dev))
 		return NULL;
-	type = alloy__py_device_type(device);
-	if (type < 0)
-		return NULL;
-	a = alloy_get_default(type);
+	a = alloy_get_default(dev.type);
 	if (!a)
 		Py_RETURN_NONE;
 	return PyUnicode_FromString(alloy_allocator_name(a));
@@ -45,20 +43,27 @@ static PyObject *py_set_default(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "name", "device", NULL };
 	const char *name, *device = "cpu";
+	struct alloy_device dev;
 	PyThreadState *ts;
-	int type, rc;
+	int rc;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|s", names, &name,
 					 &device) ||
-	    alloy__py_ready())
-		return NULL;
-	type = alloy__py_device_type(device);
-	if (type < 0)
+	    alloy__py_ready() || alloy__py_device(device, &dev))
 		return NULL;
 	/* A module load may take a while; other threads go on. */
 	ts = PyEval_SaveThread();
-	rc = alloy_set_default_by_name(type, name);
+	rc = alloy_set_default_by_name(dev.type, name);
 	PyEval_RestoreThread(ts);
+	/*
+	 * A library that needs static TLS cannot be loaded this late in a
+	 * plain interpreter: say so, and how to start one that can.
+	 */
+	if (rc && strstr(alloy_last_error(), "static TLS"))
+		return PyErr_Format(
+			PyExc_ImportError,
+			"alloy: set_default(\"%s\"): %s. A library loaded after the interpreter started gets static TLS only from glibc's small reserve: run the program with `python3 -m alloy SCRIPT` (it restarts the interpreter with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384), or set that variable before Python starts",
+			name, alloy_last_error());
 	if (rc)
 		return alloy__py_raise(NULL, rc);
 	Py_RETURN_NONE;

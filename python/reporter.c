@@ -244,6 +244,18 @@ static PyObject *py_flush(PyObject *self, PyObject *noargs)
 	Py_RETURN_NONE;
 }
 
+static PyObject *py_set_backtrace(PyObject *self, PyObject *args)
+{
+	int on, rc;
+
+	if (!PyArg_ParseTuple(args, "p", &on) || alloy__py_ready())
+		return NULL;
+	rc = alloy_reporter_set_backtrace(on);
+	if (rc)
+		return alloy__py_raise(NULL, rc);
+	Py_RETURN_NONE;
+}
+
 /*
  * Owner labels are the calling OS thread's (kernel/owner.c), and a Python
  * thread is one: `with alloy.owner(...)` names what that thread allocates.
@@ -306,6 +318,8 @@ PyMethodDef alloy__py_reporter_methods[] = {
 	  "trace_stop(): finish and close the trace" },
 	{ "flush", py_flush, METH_NOARGS,
 	  "flush(): write the trace and event log out now" },
+	{ "set_backtrace", py_set_backtrace, METH_VARARGS,
+	  "set_backtrace(on): record each block's call stack from now on (backtrace:1), or stop; RuntimeError (ENOTSUP) in a build without libunwind" },
 	{ "owner_push", py_owner_push, METH_VARARGS,
 	  "owner_push(label): this thread's blocks are owned by label (nested labels join with '/')" },
 	{ "owner_pop", py_owner_pop, METH_NOARGS,

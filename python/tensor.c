@@ -9,6 +9,7 @@
  * capsule's destructor deletes a tensor nobody took.  A capsule can be
  * consumed once.
  */
+#include <stdbool.h>
 #include <string.h>
 #include <alloy/dlpack.h>
 
@@ -75,8 +76,14 @@ static int parse_shape(PyObject *seq, int64_t *dims, int *ndim)
 	PyObject *fast;
 	Py_ssize_t n;
 
-	if (PyLong_Check(seq)) {
-		dims[0] = PyLong_AsLongLong(seq);
+	/* An int, or anything that is one (__index__: NumPy's integers). */
+	if (PyIndex_Check(seq)) {
+		PyObject *i = PyNumber_Index(seq);
+
+		if (!i)
+			return -1;
+		dims[0] = PyLong_AsLongLong(i);
+		Py_DECREF(i);
 		*ndim = 1;
 		return dims[0] == -1 && PyErr_Occurred() ? -1 : 0;
 	}
@@ -103,32 +110,6 @@ static int parse_shape(PyObject *seq, int64_t *dims, int *ndim)
 	return 0;
 }
 
-/* "cpu", "cuda", "cuda:1", "cuda_host" */
-static int parse_device(const char *s, struct alloy_device *dev)
-{
-	const char *colon = strchr(s, ':');
-	char type[32];
-	long index = 0;
-	char *end;
-
-	snprintf(type, sizeof(type), "%.*s",
-		 (int)(colon ? (size_t)(colon - s) : strlen(s)), s);
-	if (colon) {
-		index = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || index < 0 ||
-		    index > INT16_MAX) {
-			PyErr_Format(
-				PyExc_ValueError,
-				"alloy: device \"%s\": the index after ':' must be 0..%d",
-				s, INT16_MAX);
-			return -1;
-		}
-	}
-	dev->type = (int16_t)alloy__py_device_type(type);
-	dev->index = (int16_t)index;
-	return dev->type < 0 ? -1 : 0;
-}
-
 static PyObject *py_empty(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "shape", "dtype", "device", NULL };
@@ -143,7 +124,7 @@ static PyObject *py_empty(PyObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ss", names, &shape,
 					 &dtype, &device) ||
 	    alloy__py_ready() || parse_shape(shape, dims, &ndim) ||
-	    parse_device(device, &dev))
+	    alloy__py_device(device, &dev))
 		return NULL;
 	type = type_named(dtype);
 	if (!type)
@@ -237,13 +218,38 @@ struct gil_guard {
 	DLManagedTensor *producer;
 };
 
+/*
+ * Whether the calling thread holds the GIL, in whichever interpreter:
+ * PyGILState_Check knows only the main interpreter's threads, and says
+ * no in a subinterpreter's.
+ */
+static bool holds_gil(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return PyThreadState_GetUnchecked() != NULL;
+#else
+	return _PyThreadState_UncheckedGet() != NULL;
+#endif
+}
+
 static void gil_guard_deleter(DLManagedTensor *m)
 {
 	struct gil_guard *g = m->manager_ctx;
 	PyGILState_STATE st;
 
-	/* After the interpreter is gone its objects are too: leak. */
-	if (g->producer->deleter && Py_IsInitialized()) {
+	/*
+	 * A thread that holds the GIL already calls the deleter as it is:
+	 * taking it again would wait for itself (a subinterpreter's thread),
+	 * and during the interpreter's finalization, when Py_IsInitialized()
+	 * is false already, the objects the producer lets go are still there
+	 * to be freed.  Any other thread takes the GIL while the interpreter
+	 * lives; after it is gone its objects are too: leak.
+	 */
+	if (!g->producer->deleter) {
+		/* nothing to call */
+	} else if (holds_gil()) {
+		g->producer->deleter(g->producer);
+	} else if (Py_IsInitialized()) {
 		st = PyGILState_Ensure();
 		g->producer->deleter(g->producer);
 		PyGILState_Release(st);
@@ -276,6 +282,18 @@ static PyObject *capsule_of(PyObject *obj)
 		Py_CLEAR(dev);
 	}
 	if (!dev || !PyArg_ParseTuple(dev, "ii", &type, &id)) {
+		/* "ii" says only "signed integer is greater than maximum". */
+		if (dev && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyObject *r;
+
+			PyErr_Clear();
+			r = PyObject_Repr(dev);
+			PyErr_Format(
+				PyExc_OverflowError,
+				"alloy.from_dlpack: %s.__dlpack_device__() gave %S: DLPack's device type and id are 32-bit ints",
+				Py_TYPE(obj)->tp_name, r ? r : Py_None);
+			Py_XDECREF(r);
+		}
 		Py_XDECREF(dev);
 		return NULL;
 	}

@@ -24,12 +24,10 @@ static struct {
 static const char *adapter_path(void)
 {
 #ifdef ALLOY_TORCH_LIB
-	Dl_info info;
-
-	if (dladdr((void *)adapter_path, &info) && info.dli_fname &&
-	    !strncmp(info.dli_fname, ALLOY_BUILD_DIR "/",
-		     strlen(ALLOY_BUILD_DIR "/")))
+#ifdef ALLOY_TORCH_LIB_BUILD
+	if (alloy__py_in_build_tree())
 		return ALLOY_TORCH_LIB_BUILD;
+#endif
 	return ALLOY_TORCH_LIB;
 #else
 	return NULL;

@@ -28,6 +28,13 @@ __all__ = sorted([n for n in dir(_alloy) if not n.startswith("_")] +
                  ["cuda", "numpy", "owner", "reporter", "torch", "trace"])
 
 
+def load_ipython_extension(ipython):
+    """`%load_ext alloy`: the cell magics %%alloy_flamegraph and
+    %%alloy_peak (alloy/notebook.py; imports IPython)."""
+    from . import notebook
+    notebook.load(ipython)
+
+
 @contextmanager
 def reporter():
     """Record every block made inside the block (the reporter on, then

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 """python3 -m alloy [--conf CONF] [--torch] [--no-numpy]
-                   (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+                   (SCRIPT | - | -m MODULE | -c CODE) [ARGS...]
 
 Run an unmodified Python program with NumPy's arrays (and, with --torch,
 PyTorch's CPU tensors) on alloy.  ALLOY_CONF (or --conf, added to it)
 picks the backend and the reporter: report:stderr prints the table at
-exit, trace:FILE writes the event trace.
+exit, trace:FILE writes the event trace.  `-` reads the program from
+standard input.
 
 The interpreter is started once more first, with
 GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384: a library loaded
@@ -17,6 +18,7 @@ run with the reason; alloy never falls back to another silently.
 import os
 import runpy
 import sys
+import traceback
 
 TUNABLE = "glibc.rtld.optional_static_tls"
 STATIC_TLS = 16384
@@ -55,6 +57,8 @@ def parse(argv):
             if i + 1 == len(argv):
                 fail("%s needs a value\n%s" % (a, USAGE))
             return opts, a, argv[i + 1], argv[i + 2:]
+        elif a == "-":
+            return opts, "stdin", a, argv[i + 1:]
         elif a.startswith("-"):
             fail("unknown option %s\n%s" % (a, USAGE))
         else:
@@ -104,7 +108,61 @@ def put_on_alloy(opts):
             fail("--torch: %s" % e, 1)
 
 
-def run(kind, target, args):
+def check_script(target):
+    """A script that cannot be opened stops the run as Python's own does:
+    one line, exit 2."""
+    try:
+        if not os.path.isdir(target):
+            open(target, "rb").close()
+    except OSError as e:
+        sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n" % (
+            "python3 -m alloy", os.path.abspath(target), e.errno,
+            e.strerror))
+        sys.exit(2)
+
+
+def _runner_frame(tb):
+    name = tb.tb_frame.f_code.co_filename
+    return name in (__file__, runpy.__file__) or name == "<frozen runpy>"
+
+
+CHILD_MARK = "ALLOY_PYTHON_CHILD"
+
+
+def cover_children(opts):
+    """Every Python the program starts (multiprocessing's spawn and
+    forkserver workers too) sets itself up as this one is: through
+    alloy/_child/sitecustomize.py, first on PYTHONPATH."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child")
+    os.environ[CHILD_MARK] = ",".join(
+        k for k in ("numpy", "torch") if opts[k]) or "none"
+    path = os.environ.get("PYTHONPATH", "")
+    if here not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, path]))
+
+
+def put_child_on_alloy(what):
+    """In a child interpreter: NumPy's arrays (and PyTorch's tensors) on
+    alloy as in the parent; a failure is said on stderr and the child runs
+    on, as its parent could not have started otherwise."""
+    try:
+        import alloy
+        alloy._alloy._ready()
+        if "numpy" in what:
+            try:
+                import numpy  # noqa: F401
+            except ImportError:
+                pass
+            else:
+                alloy.numpy.enable()
+        if "torch" in what:
+            alloy.torch.enable()
+    except Exception as e:
+        sys.stderr.write("python3 -m alloy (child %d): %s\n" % (
+            os.getpid(), e))
+
+
+def run_program(kind, target, args):
     if kind == "script":
         sys.argv = [target] + args
         sys.path[0] = os.path.dirname(os.path.abspath(target))
@@ -113,20 +171,48 @@ def run(kind, target, args):
         sys.argv = [target] + args
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
-        sys.argv = ["-c"] + args
-        code = compile(target, "<string>", "exec")
+        if kind == "stdin":
+            sys.argv = ["-"] + args
+            sys.path[0] = ""
+            code = compile(sys.stdin.read(), "<stdin>", "exec")
+        else:
+            sys.argv = ["-c"] + args
+            code = compile(target, "<string>", "exec")
         exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+
+
+def run(kind, target, args):
+    """Run the program; an exception it lets out is printed from its own
+    first frame on, as Python prints it, and the exit status is 1."""
+    try:
+        run_program(kind, target, args)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        tb = e.__traceback__
+        while tb is not None and _runner_frame(tb):
+            tb = tb.tb_next
+        # A syntax error of the program itself has no frame of its own.
+        e.__traceback__ = tb
+        sys.excepthook(type(e), e, tb)
+        sys.exit(1)
 
 
 def main():
     opts, kind, target, args = parse(sys.argv[1:])
+    if kind == "script":
+        check_script(target)
     # The second start: the environment is set up already.
     if not os.environ.pop(REEXEC_MARK, None):
-        if opts["conf"]:
-            os.environ["ALLOY_CONF"] = ",".join(filter(
-                None, [os.environ.get("ALLOY_CONF", "")] + opts["conf"]))
+        # run_pid: this process (the same after the exec) keeps report,
+        # trace and log paths as given; the Pythons it starts, which
+        # inherit ALLOY_CONF, write PATH.PID (as under alloy run).
+        os.environ["ALLOY_CONF"] = ",".join(filter(
+            None, [os.environ.get("ALLOY_CONF", "")] + opts["conf"] +
+            ["run_pid:%d" % os.getpid()]))
         reexec_with_static_tls()
     put_on_alloy(opts)
+    cover_children(opts)
     run(kind, target, args)
 
 

@@ -14,6 +14,11 @@ starts with NumPy's default.  So:
 Threads started some other way (_thread.start_new_thread, C code) keep
 NumPy's default.  Every array is freed by the handler that made it, so
 mixing is always safe.
+
+A thread cannot set another thread's context, so the handler enable()
+puts in contexts is a switch of its own (python/numpy_handler.c): on
+alloy while enable() is in force, on the handler in force before it once
+disable() is called, from whichever thread, in every context it reached.
 """
 import sys
 import threading
@@ -34,7 +39,7 @@ def _handler():
 def _thread_hook(frame, event, arg):
     """The first profile event of a new thread: alloy's handler in the
     thread's context, then the previous profile function, if any, back."""
-    _handler().install()
+    _handler().install_process()
     previous = _state["previous_profile"]
     sys.setprofile(previous)
     if previous is not None:
@@ -46,9 +51,14 @@ def enable():
     _alloy._ready()
     h = _handler()
     with _lock:
-        old = h.install()
+        old = h.install_process()
         if _state["on"]:
             return
+        # Inside `with allocator():` the handler in force is alloy's own;
+        # what disable() gives back is then NumPy's default.
+        if old is not None and h.is_alloys(old):
+            old = None
+        h.switch_process(True, old)
         _state["previous_handler"] = old
         _state["previous_profile"] = threading.getprofile()
         threading.setprofile(_thread_hook)
@@ -56,14 +66,17 @@ def enable():
 
 
 def disable():
-    """Give NumPy back the handler it had before enable(), here, and stop
+    """Give NumPy back the handler it had before enable(): here, and in
+    every context enable() reached, whichever thread calls it; stop
     covering new threads.  Arrays made meanwhile are still freed by alloy."""
     with _lock:
         if not _state["on"]:
             return
         if threading.getprofile() is _thread_hook:
             threading.setprofile(_state["previous_profile"])
-        _handler().set(_state["previous_handler"])
+        h = _handler()
+        h.switch_process(False, _state["previous_handler"])
+        h.set(_state["previous_handler"])
         _state.update(on=False, previous_handler=None, previous_profile=None)
 
 

@@ -209,3 +209,41 @@ def test_export_and_import_of_one_gib_copy_nothing():
         after = alloy.snapshot()["total"]["total_bytes"]
     assert a.ctypes.data == back.data_ptr == t.data_ptr
     assert after == before                 # not a byte allocated
+
+
+def test_an_import_freed_in_a_subinterpreter_does_not_deadlock():
+    """The deleter of an imported tensor runs on a thread that holds the
+    GIL of a subinterpreter: it must not wait for the GIL again."""
+    code = """
+import _xxsubinterpreters as interpreters
+i = interpreters.create()
+interpreters.run_string(i, '''
+import alloy
+t = alloy.empty((10,), "float32")
+u = alloy.from_dlpack(t)
+del t, u
+print("freed in a subinterpreter")
+''')
+interpreters.destroy(i)
+print("done")
+"""
+    try:
+        import _xxsubinterpreters  # noqa: F401
+    except ImportError:
+        pytest.skip("no _xxsubinterpreters in this Python")
+    r = run(code, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "freed in a subinterpreter\ndone\n"
+
+
+def test_a_torch_tensor_imported_and_alive_at_exit_is_no_leak(torch):
+    """Objects still referenced when the interpreter finalizes are freed
+    after Py_IsInitialized() turns false; the producer's deleter must run
+    then (the thread holds the GIL), not be skipped into a leak."""
+    r = run(args=["--torch", "--conf", "report:stderr", "-c",
+                  "import sys, torch, alloy\n"
+                  "x = torch.ones(1000, dtype=torch.float64)\n"
+                  "sys.keep = alloy.from_dlpack(x)\n"
+                  "del x\n"], module_alloy=True)
+    assert r.returncode == 0, r.stderr
+    assert "0 blocks, 0 bytes: no leaks" in r.stderr, r.stderr

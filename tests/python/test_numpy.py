@@ -133,6 +133,55 @@ def test_disable_restores_numpy_and_stops_covering_threads():
     assert alloy.plain_bad_frees() == bad
 
 
+def test_disable_after_an_enable_inside_the_context_manager():
+    """enable() inside `with allocator():` must not take alloy's own
+    handler for the one to give back."""
+    with alloy.numpy.allocator():
+        alloy.numpy.enable()
+    alloy.numpy.disable()
+    assert not alloy.numpy.enabled()
+    assert not alloy.numpy.in_use()
+    assert handler_name() == "default_allocator"
+    a = np.ones(10000)
+    assert handler_name(a) == "default_allocator"
+    assert alloy.plain_allocator(a.ctypes.data) is None
+
+
+def test_disable_in_a_worker_reaches_the_main_threads_context():
+    """A worker cannot set the main thread's context, yet its disable()
+    must take the main thread's new arrays off alloy; arrays made before
+    and after go back to their makers."""
+    alloy.numpy.enable()
+    before = np.ones(10000)
+    assert alloy.plain_owns(before.ctypes.data)
+    t = threading.Thread(target=alloy.numpy.disable)
+    t.start()
+    t.join()
+    assert not alloy.numpy.enabled()
+    assert not alloy.numpy.in_use()
+    bad = alloy.plain_bad_frees()
+    after = [np.ones(n) for n in (1, 1000, 100000)]
+    for a in after:
+        assert alloy.plain_allocator(a.ctypes.data) is None
+    grown = np.zeros(10)
+    grown.resize(100000, refcheck=False)  # NumPy's realloc of its block
+    assert alloy.plain_allocator(grown.ctypes.data) is None
+    assert grown.sum() == 0
+    with alloy.reporter():
+        base = alloy.snapshot()["total"]["current_bytes"]
+        c = np.ones(1000)
+        assert alloy.snapshot()["total"]["current_bytes"] == base
+    del before, after, grown, c
+    assert alloy.plain_bad_frees() == bad
+    # And on again in the same contexts.
+    alloy.numpy.enable()
+    try:
+        d = np.ones(1000)
+        assert alloy.plain_owns(d.ctypes.data)
+    finally:
+        alloy.numpy.disable()
+
+
 def test_a_profiler_set_by_threading_is_chained():
     calls = []
 
