@@ -162,7 +162,7 @@ def test_multiprocessing_workers_are_set_up_as_the_runner_is(tmp_path):
     def pid_of(path):
         with open(path) as f:
             head = f.readline().split()
-        assert head[:2] == ["alloy-trace", "2"], head
+        assert head[0] == "alloy-trace", head
         return int(head[2][len("pid="):])
 
     with open(trace) as f:
