@@ -11,6 +11,8 @@
 #                                         stacks (backtrace:1)
 #   check_stacks DESCRIPTION 'condition'  check, where there are call stacks;
 #                                         elsewhere counted as skipped
+#   json FILE 'expression'                true where the Python expression
+#                                         over d, FILE's JSON, is true
 ALLOY=${ALLOY:-./alloy}
 pass=0
 fail=0
@@ -50,6 +52,10 @@ check_stacks() {
 	else
 		skip_stacks=$((skip_stacks + 1))
 	fi
+}
+
+json() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
 }
 
 clitest_done() {

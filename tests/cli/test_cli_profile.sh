@@ -13,11 +13,6 @@ set -u
 clitest_scratch
 PROG=./tests/programs/profprog
 
-# JSON checks: python3 reads the file and runs the expression given.
-json() { # file, python expression over `d` that must be true
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
-}
-
 # Without libunwind there are no call stacks: the programs run traced
 # without them, the checks of owners and bytes still hold, and those of
 # sites and frames are skipped (check_stacks).

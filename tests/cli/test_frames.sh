@@ -30,7 +30,7 @@ for tool in addr2line strip readelf; do
 done
 clitest_scratch
 
-json() { # file, python expression over `d`; prints it
+json_value() { # file, python expression over `d`; prints it
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
@@ -51,10 +51,10 @@ for kind in pie nopie; do
 	check "$kind: runs under alloy run" '[ "$rc" = 0 ] && [ "$(cat "$out")" = 1 ]'
 	rc=$(run report "$dir/$kind.trace" --at peak --format json -o "$dir/$kind.json")
 	check "$kind: report --at peak reads the trace" '[ "$rc" = 0 ]'
-	fn=$(json "$dir/$kind.json" "$widest[\"stack\"][0][\"function\"]")
-	addr=$(json "$dir/$kind.json" "$widest[\"stack\"][0][\"module_address\"]")
+	fn=$(json_value "$dir/$kind.json" "$widest[\"stack\"][0][\"function\"]")
+	addr=$(json_value "$dir/$kind.json" "$widest[\"stack\"][0][\"module_address\"]")
 	check "$kind: the widest site is grow_table's 1 MiB" \
-		'[ "$fn" = grow_table ] && [ "$(json "$dir/$kind.json" "$widest[\"bytes\"]")" = 1048576 ]'
+		'[ "$fn" = grow_table ] && [ "$(json_value "$dir/$kind.json" "$widest[\"bytes\"]")" = 1048576 ]'
 	check "$kind: addr2line at its module_address $addr names grow_table" \
 		'[ "$(func_at "$prog" "$addr")" = grow_table ]'
 
@@ -80,7 +80,7 @@ for kind in pie nopie; do
 done
 # The fixed-address executable's frame is its run-time address itself:
 # nothing subtracted, so it lies above its first segment's address.
-nopie_addr=$(json "$dir/nopie.json" "int($widest[\"stack\"][0][\"module_address\"], 16)")
+nopie_addr=$(json_value "$dir/nopie.json" "int($widest[\"stack\"][0][\"module_address\"], 16)")
 nopie_base=$(readelf -lW ./tests/programs/frames_nopie | awk '$1 == "LOAD" { print $3; exit }')
 check "nopie: the address is not made relative to the load address" \
 	'[ "$nopie_addr" -gt "$(printf %d "$nopie_base")" ] && [ "$(printf %d "$nopie_base")" -gt 0 ]'

@@ -32,10 +32,6 @@ if ! clitest_stacks; then
 fi
 clitest_scratch
 
-json() { # file, python expression over `d` that must be true
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
-}
-
 # The array is made in a function of the script and held past the peak.
 cat >"$dir/hold.py" <<'EOF'
 import numpy as np

@@ -11,10 +11,6 @@ set -u
 clitest_scratch
 PROG=./tests/programs/memprog
 
-json() { # file, python expression over `d` that must be true
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
-}
-
 ALLOY_CONF="trace:$dir/m.trace" $PROG mmap 64 >"$out" 2>"$err"
 check "memprog maps and touches 64 MiB, traced" '[ $? = 0 ] && grep -q done "$out"'
 check "the trace holds resident-memory samples (r DT RESIDENT MAPPED)" \
