@@ -86,4 +86,21 @@ const char *report_site_label(const struct report_ctx *c, uint32_t stack,
 /* "layer3/conv", or "(no owner)". */
 const char *report_owner(const struct trace *tr, uint32_t owner);
 
+/* One process's trace among several (processes.c). */
+struct trace_proc {
+	const char *path;
+	struct trace tr;
+	struct trace_summary sum;
+	struct symbols *sym; /* made and freed by report_processes */
+};
+
+/*
+ * Several processes as one job: a line per process, the peak of the sum
+ * of their live bytes and who held it (by process, owner and site), as
+ * text or JSON.  0; -EINVAL for a trace without a start time, -ENOMEM;
+ * err says which.
+ */
+int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
+		     char *err, size_t errlen);
+
 #endif /* ALLOY_ANALYSIS_REPORT_H */

@@ -785,6 +785,20 @@ static int header(struct reader *r, const char *line, size_t len)
 			t.p++;
 			if (dec(&t, &v))
 				r->tr->pid = (long)v;
+		} else if (!strcmp(key, "start") && t.p < t.end &&
+			   *t.p == '=') {
+			t.p++;
+			if (dec(&t, &v)) {
+				r->tr->start_ns = v;
+				r->tr->has_start = true;
+			}
+		} else if (!strcmp(key, "comm") && t.p < t.end && *t.p == '=') {
+			const char *c = ++t.p;
+
+			while (t.p < t.end && *t.p != ' ')
+				t.p++;
+			snprintf(r->tr->comm, sizeof(r->tr->comm), "%.*s",
+				 (int)(t.p - c), c);
 		} else if (!strcmp(key, "unit") && t.p < t.end && *t.p == '=') {
 			/* Times are kept in ns whatever the file's unit. */
 			t.p++;

@@ -75,6 +75,15 @@ struct trace_mem {
 struct trace {
 	int version;
 	long pid;
+	/*
+	 * The writer's CLOCK_MONOTONIC at the trace's time 0 ("start" in the
+	 * header), which puts traces of several processes on one time line,
+	 * and the process's name ("comm"); has_start false, comm "" where the
+	 * header has none.
+	 */
+	bool has_start;
+	uint64_t start_ns;
+	char comm[32];
 	struct trace_event *ev;
 	size_t nev, cap;
 	struct trace_series series[TRACE_MAX_SERIES];

@@ -12,9 +12,11 @@
  * Reading a large trace shows progress on stderr once it has taken a
  * second (on a terminal, or with --progress).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,11 +44,17 @@ static const char *const format_names[] = {
 	"flamegraph-svg", "pprof", "perfetto", "torch-snapshot",
 };
 
+static bool is_dir(const char *path);
+
 #define MAX_OPTIONS 16
+/* Traces read together: given, or found in the directories given. */
+#define MAX_TRACES 256
 
 struct options {
 	enum format fmt;
 	const char *path, *outpath, *at;
+	const char *paths[MAX_TRACES]; /* every TRACE argument */
+	size_t npaths;
 	bool by_owner, progress;
 	size_t top;
 	bool top_set;
@@ -165,15 +173,22 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (a[0] == '-' && a[1]) {
 			return cli_usage_error(&cmd_report,
 					       "unknown option \"%s\"", a);
-		} else if (!o->path) {
-			o->path = a;
-		} else {
+		} else if (o->npaths == MAX_TRACES) {
 			return cli_usage_error(&cmd_report,
-					       "one trace at a time");
+					       "at most %d traces at once",
+					       MAX_TRACES);
+		} else {
+			o->paths[o->npaths++] = a;
+			o->path = o->paths[0];
 		}
 	}
 	if (!o->path)
 		return cli_usage_error(&cmd_report, "no trace file given");
+	if ((o->npaths > 1 || is_dir(o->path)) &&
+	    ((o->fmt != F_TEXT && o->fmt != F_JSON) || o->at || o->by_owner))
+		return cli_usage_error(
+			&cmd_report,
+			"several traces (or a directory) give the job's summary: --format text or json, without --at or --by");
 	if (o->at && (o->fmt == F_SVG || o->fmt == F_HTML))
 		return cli_usage_error(
 			&cmd_report,
@@ -394,6 +409,124 @@ fail:
 	return -1;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+/* Whether the file starts as a trace does: text, or zstd's frame. */
+static bool looks_like_trace(const char *path)
+{
+	static const unsigned char zstd[4] = { 0x28, 0xb5, 0x2f, 0xfd };
+	unsigned char head[11];
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(head, 1, sizeof(head), f) : 0;
+
+	if (f)
+		fclose(f);
+	return (n >= 11 && !memcmp(head, "alloy-trace", 11)) ||
+	       (n >= 4 && !memcmp(head, zstd, 4));
+}
+
+/*
+ * The traces in dir (regular files that start as one), sorted by name.
+ * An empty file is said and left out: a process that ended by _exit()
+ * before its first write-out (dash does) leaves one.
+ */
+static int list_dir(const char *dir, char ***names, size_t *n)
+{
+	struct dirent **ents;
+	int k = scandir(dir, &ents, NULL, alphasort);
+
+	*n = 0;
+	*names = NULL;
+	if (k < 0) {
+		fprintf(stderr, "alloy report: cannot read %s: %s\n", dir,
+			strerror(errno));
+		return -1;
+	}
+	*names = calloc((size_t)k + 1, sizeof(**names));
+	for (int i = 0; i < k; i++) {
+		char path[4096];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+		if (*names && !stat(path, &st) && S_ISREG(st.st_mode)) {
+			if (looks_like_trace(path))
+				(*names)[(*n)++] = strdup(path);
+			else if (!st.st_size)
+				fprintf(stderr,
+					"alloy report: %s is empty (its process wrote nothing); left out\n",
+					path);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return *names ? 0 : -1;
+}
+
+/* Several traces, or a directory of them: the job's summary. */
+static int run_processes(const struct options *o)
+{
+	struct trace_proc *procs = NULL;
+	char **found = NULL, err[512];
+	const char **paths = (const char **)o->paths;
+	size_t n = o->npaths, nread = 0;
+	FILE *out = stdout;
+	int rc = EXIT_PROBLEM;
+
+	if (n == 1) { /* a directory */
+		if (list_dir(o->path, &found, &n))
+			return EXIT_PROBLEM;
+		if (!n) {
+			fprintf(stderr, "alloy report: no trace in %s\n",
+				o->path);
+			goto out;
+		}
+		paths = (const char **)found;
+	}
+	procs = calloc(n, sizeof(*procs));
+	if (!procs) {
+		fprintf(stderr, "alloy report: out of memory\n");
+		goto out;
+	}
+	for (; nread < n; nread++) {
+		struct trace_proc *p = &procs[nread];
+
+		p->path = paths[nread];
+		if (trace_read(p->path, &p->tr, err, sizeof(err))) {
+			fprintf(stderr, "alloy report: %s\n", err);
+			goto out;
+		}
+		warn_trace(p->path, &p->tr);
+		trace_summarize(&p->tr, &p->sum);
+	}
+	if (o->outpath && !(out = fopen(o->outpath, "w"))) {
+		fprintf(stderr, "alloy report: cannot write %s: %s\n",
+			o->outpath, strerror(errno));
+		goto out;
+	}
+	if (report_processes(out, procs, n, o->fmt == F_JSON, err, sizeof(err)))
+		fprintf(stderr, "alloy report: %s\n", err);
+	else
+		rc = 0;
+	if (out != stdout && fclose(out) && !rc) {
+		fprintf(stderr, "alloy report: writing %s failed: %s\n",
+			o->outpath, strerror(errno));
+		rc = EXIT_PROBLEM;
+	}
+out:
+	for (size_t i = 0; i < nread; i++)
+		trace_free(&procs[i].tr);
+	free(procs);
+	for (size_t i = 0; found && found[i]; i++)
+		free(found[i]);
+	free(found);
+	return rc;
+}
+
 static int run_report(int argc, char **argv)
 {
 	struct progress prog = { .what = "reading" };
@@ -406,6 +539,8 @@ static int run_report(int argc, char **argv)
 
 	if (rc)
 		return rc;
+	if (o.npaths > 1 || is_dir(o.path))
+		return run_processes(&o);
 	prog.on = o.progress || isatty(STDERR_FILENO);
 	prog.t0 = now_s();
 	if (trace_read_progress(o.path, &tr, err, sizeof(err), progress_cb,
@@ -466,6 +601,7 @@ const struct cli_command cmd_report = {
 	.usage =
 		"usage: alloy report TRACE [--format FORMAT] [--at peak|TIME] [--by site|owner]\n"
 		"                          [--top N] [--option KEY:VALUE] [-o FILE] [--progress]\n"
+		"       alloy report TRACE TRACE... | DIRECTORY [--format text|json] [-o FILE]\n"
 		"\n"
 		"Reads a trace written with ALLOY_CONF=trace:PATH (docs/TRACE-FORMAT.md)\n"
 		"and prints, per allocator and device, allocations, frees, bytes, peak\n"
@@ -499,6 +635,11 @@ const struct cli_command cmd_report = {
 		"  --top N         rows per table (text: 20 by default; 0: all)\n"
 		"  -o FILE         write there (replaced only when all went well)\n"
 		"  --progress      show progress on stderr even when it is no terminal\n"
+		"\n"
+		"Several traces (the processes of one job, as `--trace DIR/t.%p` writes\n"
+		"them), or a directory of them, give the job's summary: a line per\n"
+		"process, and the peak of the sum of their live bytes with who held it\n"
+		"then, by process, owner and call site.\n"
 		"\n"
 		"Frames are named from the objects the trace's module map lists, as\n"
 		"they are now (addr2line gives file:line where there is debug\n"

@@ -480,10 +480,31 @@ void alloy__rep_emit(char op, uintptr_t ptr, const struct rep_block *b,
 
 /* ---- opening and closing ------------------------------------------------ */
 
+/*
+ * The process's name (/proc/self/comm) as one header word: anything but
+ * a printable non-blank byte becomes '_'.  "" when it cannot be read.
+ */
+static void process_name(char *name, size_t len)
+{
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, name, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && name[n - 1] == '\n')
+		n--;
+	name[n] = '\0';
+	for (ssize_t i = 0; i < n; i++)
+		if (name[i] <= ' ' || name[i] > '~')
+			name[i] = '_';
+}
+
 /* Header and module map; under the lock, the stream just opened. */
 static void write_header(const char *note)
 {
-	char line[160];
+	char line[256], comm[32];
 	int n;
 
 	if (!++W.gen) /* 0 means no trace */
@@ -501,9 +522,12 @@ static void write_header(const char *note)
 	 * compression; a compressed trace keeps microseconds.
 	 */
 	W.us = alloy__rep_trace.z != NULL;
+	process_name(comm, sizeof(comm));
 	n = snprintf(line, sizeof(line),
-		     TRACE_MAGIC "%d pid=%ld clock=monotonic unit=%s%s%s",
+		     TRACE_MAGIC
+		     "%d pid=%ld clock=monotonic unit=%s start=%llu%s%s%s%s",
 		     TRACE_VERSION, (long)getpid(), W.us ? "us" : "ns",
+		     (unsigned long long)W.t0_ns, *comm ? " comm=" : "", comm,
 		     note ? " " : "", note ? note : "");
 	alloy__stream_put(&alloy__rep_trace, line, (size_t)n);
 	n = snprintf(line, sizeof(line), "%s", TRACE_LEGEND);

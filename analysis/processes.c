@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/*
+ * analysis/processes.c - several processes' traces read as one job: a
+ * line per process, and the peak of the sum of their live bytes with who
+ * held it then, by process, by owner and by call site.
+ *
+ * Each trace's times start at its own time 0; the header's "start" (the
+ * writer's CLOCK_MONOTONIC there) puts them on one time line.  Every
+ * allocation and free of every trace is sorted by that time (a process's
+ * own events keep their order), and one pass over them finds the
+ * moment the sum was highest; a second pass up to that moment counts
+ * what each process, owner and site held.  Owners and sites are merged
+ * across processes by their text: the same function in two workers of a
+ * build is one site.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "report.h"
+
+#define TOP_ROWS 10
+
+struct merged {
+	uint64_t t;  /* on the common time line */
+	uint32_t p;  /* the process */
+	uint32_t ev; /* its event */
+};
+
+/* Bytes live at the peak under one label (an owner or a site). */
+struct held {
+	char label[160];
+	uint64_t bytes, blocks;
+};
+
+struct helds {
+	struct held *v;
+	size_t n, cap;
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct merged *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->p != y->p)
+		return x->p < y->p ? -1 : 1;
+	return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+static int hold(struct helds *h, const char *label, int64_t bytes,
+		int64_t blocks)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (!strcmp(h->v[i].label, label))
+			break;
+	if (i == h->n) {
+		if (h->n == h->cap) {
+			size_t cap = h->cap ? 2 * h->cap : 64;
+			struct held *v = realloc(h->v, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			h->v = v;
+			h->cap = cap;
+		}
+		memset(&h->v[i], 0, sizeof(h->v[i]));
+		snprintf(h->v[i].label, sizeof(h->v[i].label), "%s", label);
+		h->n++;
+	}
+	h->v[i].bytes += (uint64_t)bytes;
+	h->v[i].blocks += (uint64_t)blocks;
+	return 0;
+}
+
+static int most_bytes(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->label, y->label);
+}
+
+/* Every alloc and free of every trace, on the common time line. */
+static struct merged *merge(struct trace_proc *procs, size_t n, uint64_t origin,
+			    size_t *count)
+{
+	size_t total = 0, k = 0;
+	struct merged *m;
+
+	for (size_t p = 0; p < n; p++)
+		total += procs[p].tr.nev;
+	m = malloc((total ? total : 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	for (size_t p = 0; p < n; p++) {
+		const struct trace *tr = &procs[p].tr;
+
+		for (size_t i = 0; i < tr->nev; i++) {
+			char op = tr->ev[i].op;
+
+			if (op != TRACE_ALLOC && op != TRACE_FREE)
+				continue;
+			m[k].t = tr->start_ns - origin + tr->ev[i].t_ns;
+			m[k].p = (uint32_t)p;
+			m[k].ev = (uint32_t)i;
+			k++;
+		}
+	}
+	qsort(m, k, sizeof(*m), by_time);
+	*count = k;
+	return m;
+}
+
+/* The innermost frame's function, and the process it ran in. */
+static const char *site_of(struct trace_proc *pr, uint32_t stack, char *buf,
+			   size_t len)
+{
+	char fn[128];
+
+	if (!trace_stack_known(stack) || !pr->sym)
+		return symbols_no_stack(stack);
+	symbols_func(pr->sym, stack, fn, sizeof(fn));
+	snprintf(buf, len, "%s in %s", fn,
+		 *pr->tr.comm ? pr->tr.comm : "a process");
+	return buf;
+}
+
+/*
+ * What was live at merged position peak (inclusive): per process in
+ * live[], by owner and by site.  The stacks seen are named first.
+ */
+static int held_at(struct trace_proc *procs, size_t n, const struct merged *m,
+		   size_t peak, uint64_t *live, struct helds *owners,
+		   struct helds *sites)
+{
+	char buf[300];
+
+	for (size_t p = 0; p < n; p++) {
+		struct trace *tr = &procs[p].tr;
+		uint32_t *ids = malloc((tr->nev + 1) * sizeof(*ids));
+		size_t k = 0;
+
+		if (!ids)
+			return -ENOMEM;
+		for (size_t i = 0; i < tr->nev; i++)
+			if (trace_stack_known(tr->ev[i].stack))
+				ids[k++] = tr->ev[i].stack;
+		procs[p].sym = k ? symbols_new(tr, true) : NULL;
+		if (procs[p].sym)
+			symbols_resolve(procs[p].sym, ids, k);
+		free(ids);
+	}
+	for (size_t i = 0; i <= peak; i++) {
+		struct trace_proc *pr = &procs[m[i].p];
+		const struct trace_event *e = &pr->tr.ev[m[i].ev];
+		int64_t sign = e->op == TRACE_ALLOC ? 1 : -1;
+
+		live[m[i].p] += (uint64_t)(sign * (int64_t)e->size);
+		if (hold(owners, report_owner(&pr->tr, e->owner),
+			 sign * (int64_t)e->size, sign) ||
+		    hold(sites, site_of(pr, e->stack, buf, sizeof(buf)),
+			 sign * (int64_t)e->size, sign))
+			return -ENOMEM;
+	}
+	qsort(owners->v, owners->n, sizeof(*owners->v), most_bytes);
+	qsort(sites->v, sites->n, sizeof(*sites->v), most_bytes);
+	return 0;
+}
+
+static void put_helds_text(FILE *out, const char *what, const struct helds *h,
+			   uint64_t peak)
+{
+	char hb[32];
+	size_t shown = 0;
+
+	fprintf(out, "\nat the peak, by %s:\n", what);
+	for (size_t i = 0; i < h->n && shown < TOP_ROWS; i++) {
+		if (!h->v[i].bytes)
+			continue;
+		fprintf(out, "  %13llu %10s %5.1f%% %8llu blocks  %s\n",
+			(unsigned long long)h->v[i].bytes,
+			trace_human_bytes(h->v[i].bytes, hb, sizeof(hb)),
+			peak ? 100.0 * (double)h->v[i].bytes / (double)peak
+			     : 0.0,
+			(unsigned long long)h->v[i].blocks, h->v[i].label);
+		shown++;
+	}
+}
+
+static void put_helds_json(FILE *out, const char *key, const struct helds *h)
+{
+	size_t shown = 0;
+
+	fprintf(out, ",\n \"%s\": [", key);
+	for (size_t i = 0; i < h->n && shown < TOP_ROWS; i++) {
+		if (!h->v[i].bytes)
+			continue;
+		fprintf(out, "%s\n  {\"label\": ", shown ? "," : "");
+		json_string(out, h->v[i].label);
+		fprintf(out, ", \"bytes\": %llu, \"blocks\": %llu}",
+			(unsigned long long)h->v[i].bytes,
+			(unsigned long long)h->v[i].blocks);
+		shown++;
+	}
+	fprintf(out, "]");
+}
+
+static void put_text(FILE *out, struct trace_proc *procs, size_t n,
+		     uint64_t origin, uint64_t peak, uint64_t peak_t,
+		     const uint64_t *live, const struct helds *owners,
+		     const struct helds *sites)
+{
+	char hb[32];
+
+	fprintf(out, "%zu processes\n", n);
+	fprintf(out, "%-8s %-16s %10s %10s %13s %13s %13s %13s\n", "pid",
+		"name", "start ms", "end ms", "peak", "live at end",
+		"at job peak", "peak RSS");
+	for (size_t p = 0; p < n; p++) {
+		const struct trace *tr = &procs[p].tr;
+		const struct trace_summary *s = &procs[p].sum;
+		uint64_t start = tr->start_ns - origin;
+
+		fprintf(out,
+			"%-8ld %-16s %10.3f %10.3f %13llu %13llu %13llu %13llu\n",
+			tr->pid, *tr->comm ? tr->comm : "-",
+			(double)start / 1e6,
+			(double)(start + s->duration_ns) / 1e6,
+			(unsigned long long)s->all.peak_bytes,
+			(unsigned long long)s->all.live_bytes,
+			(unsigned long long)live[p],
+			(unsigned long long)tr->peak_resident);
+	}
+	fprintf(out, "peak of the sum %llu bytes (%s) at %.3f ms\n",
+		(unsigned long long)peak,
+		trace_human_bytes(peak, hb, sizeof(hb)), (double)peak_t / 1e6);
+	put_helds_text(out, "owner", owners, peak);
+	put_helds_text(out, "site", sites, peak);
+}
+
+static void put_json(FILE *out, struct trace_proc *procs, size_t n,
+		     uint64_t origin, uint64_t peak, uint64_t peak_t,
+		     const uint64_t *live, const struct helds *owners,
+		     const struct helds *sites)
+{
+	fprintf(out, "{\"processes\": [");
+	for (size_t p = 0; p < n; p++) {
+		const struct trace *tr = &procs[p].tr;
+		const struct trace_summary *s = &procs[p].sum;
+
+		fprintf(out, "%s\n  {\"path\": ", p ? "," : "");
+		json_string(out, procs[p].path);
+		fprintf(out, ", \"pid\": %ld, \"name\": ", tr->pid);
+		json_string(out, tr->comm);
+		fprintf(out,
+			", \"start_ns\": %llu, \"duration_ns\": %llu, \"peak_bytes\": %llu, \"live_at_end_bytes\": %llu, \"at_job_peak_bytes\": %llu, \"peak_resident_bytes\": %llu}",
+			(unsigned long long)(tr->start_ns - origin),
+			(unsigned long long)s->duration_ns,
+			(unsigned long long)s->all.peak_bytes,
+			(unsigned long long)s->all.live_bytes,
+			(unsigned long long)live[p],
+			(unsigned long long)tr->peak_resident);
+	}
+	fprintf(out, "],\n \"peak_bytes\": %llu,\n \"peak_t_ns\": %llu",
+		(unsigned long long)peak, (unsigned long long)peak_t);
+	put_helds_json(out, "peak_owners", owners);
+	put_helds_json(out, "peak_sites", sites);
+	fprintf(out, "}\n");
+}
+
+int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
+		     char *err, size_t errlen)
+{
+	struct helds owners = { 0 }, sites = { 0 };
+	uint64_t origin = UINT64_MAX, sum = 0, peak = 0, peak_t = 0;
+	uint64_t *live = NULL;
+	struct merged *m;
+	size_t count, at = 0;
+	int rc = -ENOMEM;
+
+	for (size_t p = 0; p < n; p++) {
+		if (!procs[p].tr.has_start) {
+			snprintf(
+				err, errlen,
+				"%s has no start time in its header (a trace of an older alloy): it cannot be put beside the others",
+				procs[p].path);
+			return -EINVAL;
+		}
+		if (procs[p].tr.start_ns < origin)
+			origin = procs[p].tr.start_ns;
+	}
+	m = merge(procs, n, origin, &count);
+	live = calloc(n, sizeof(*live));
+	if (!m || !live)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		const struct trace_event *e = &procs[m[i].p].tr.ev[m[i].ev];
+
+		if (e->op == TRACE_ALLOC) {
+			sum += e->size;
+			if (sum > peak) {
+				peak = sum;
+				peak_t = m[i].t;
+				at = i;
+			}
+		} else {
+			sum -= e->size;
+		}
+	}
+	if (count && held_at(procs, n, m, at, live, &owners, &sites))
+		goto out;
+	if (json)
+		put_json(out, procs, n, origin, peak, peak_t, live, &owners,
+			 &sites);
+	else
+		put_text(out, procs, n, origin, peak, peak_t, live, &owners,
+			 &sites);
+	rc = 0;
+out:
+	if (rc)
+		snprintf(err, errlen, "out of memory");
+	for (size_t p = 0; p < n; p++)
+		if (procs[p].sym) {
+			symbols_free(procs[p].sym);
+			procs[p].sym = NULL;
+		}
+	free(owners.v);
+	free(sites.v);
+	free(live);
+	free(m);
+	return rc;
+}
