@@ -7,9 +7,11 @@
  * Each trace's times start at its own time 0; the header's "start" (the
  * writer's CLOCK_MONOTONIC there) puts them on one time line.  Every
  * allocation and free of every trace is sorted by that time (a process's
- * own events keep their order), and one pass over them finds the
- * moment the sum was highest; a second pass up to that moment counts
- * what each process, owner and site held.  Owners and sites are merged
+ * own events keep their order), with a mark where each process ends: its
+ * blocks still live then go back to the system with it.  One pass finds
+ * the moment the sum was highest; a second pass up to that moment counts
+ * what each process still running then held, by process, owner and
+ * site.  Owners and sites are merged
  * across processes by their text: the same function in two workers of a
  * build is one site.
  */
@@ -25,8 +27,11 @@
 struct merged {
 	uint64_t t;  /* on the common time line */
 	uint32_t p;  /* the process */
-	uint32_t ev; /* its event */
+	uint32_t ev; /* its event, or PROCESS_END */
 };
+
+/* After every event of its process at the same time (by_time). */
+#define PROCESS_END UINT32_MAX
 
 /* Bytes live at the peak under one label (an owner or a site). */
 struct held {
@@ -94,8 +99,8 @@ static struct merged *merge(struct trace_proc *procs, size_t n, uint64_t origin,
 	struct merged *m;
 
 	for (size_t p = 0; p < n; p++)
-		total += procs[p].tr.nev;
-	m = malloc((total ? total : 1) * sizeof(*m));
+		total += procs[p].tr.nev + 1;
+	m = malloc(total * sizeof(*m));
 	if (!m)
 		return NULL;
 	for (size_t p = 0; p < n; p++) {
@@ -111,6 +116,10 @@ static struct merged *merge(struct trace_proc *procs, size_t n, uint64_t origin,
 			m[k].ev = (uint32_t)i;
 			k++;
 		}
+		m[k].t = tr->start_ns - origin + procs[p].sum.duration_ns;
+		m[k].p = (uint32_t)p;
+		m[k].ev = PROCESS_END;
+		k++;
 	}
 	qsort(m, k, sizeof(*m), by_time);
 	*count = k;
@@ -133,21 +142,31 @@ static const char *site_of(struct trace_proc *pr, uint32_t stack, char *buf,
 
 /*
  * What was live at merged position peak (inclusive): per process in
- * live[], by owner and by site.  The stacks seen are named first.
+ * live[], by owner and by site.  A process that ended before it held
+ * nothing then.  The stacks seen are named first.
  */
 static int held_at(struct trace_proc *procs, size_t n, const struct merged *m,
 		   size_t peak, uint64_t *live, struct helds *owners,
 		   struct helds *sites)
 {
+	bool *ended = calloc(n, sizeof(*ended));
 	char buf[300];
+
+	if (!ended)
+		return -ENOMEM;
+	for (size_t i = 0; i <= peak; i++)
+		if (m[i].ev == PROCESS_END)
+			ended[m[i].p] = true;
 
 	for (size_t p = 0; p < n; p++) {
 		struct trace *tr = &procs[p].tr;
 		uint32_t *ids = malloc((tr->nev + 1) * sizeof(*ids));
 		size_t k = 0;
 
-		if (!ids)
+		if (!ids) {
+			free(ended);
 			return -ENOMEM;
+		}
 		for (size_t i = 0; i < tr->nev; i++)
 			if (trace_stack_known(tr->ev[i].stack))
 				ids[k++] = tr->ev[i].stack;
@@ -158,16 +177,23 @@ static int held_at(struct trace_proc *procs, size_t n, const struct merged *m,
 	}
 	for (size_t i = 0; i <= peak; i++) {
 		struct trace_proc *pr = &procs[m[i].p];
-		const struct trace_event *e = &pr->tr.ev[m[i].ev];
-		int64_t sign = e->op == TRACE_ALLOC ? 1 : -1;
+		const struct trace_event *e;
+		int64_t sign;
 
+		if (m[i].ev == PROCESS_END || ended[m[i].p])
+			continue;
+		e = &pr->tr.ev[m[i].ev];
+		sign = e->op == TRACE_ALLOC ? 1 : -1;
 		live[m[i].p] += (uint64_t)(sign * (int64_t)e->size);
 		if (hold(owners, report_owner(&pr->tr, e->owner),
 			 sign * (int64_t)e->size, sign) ||
 		    hold(sites, site_of(pr, e->stack, buf, sizeof(buf)),
-			 sign * (int64_t)e->size, sign))
+			 sign * (int64_t)e->size, sign)) {
+			free(ended);
 			return -ENOMEM;
+		}
 	}
+	free(ended);
 	qsort(owners->v, owners->n, sizeof(*owners->v), most_bytes);
 	qsort(sites->v, sites->n, sizeof(*sites->v), most_bytes);
 	return 0;
@@ -300,10 +326,17 @@ int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
 	if (!m || !live)
 		goto out;
 	for (size_t i = 0; i < count; i++) {
-		const struct trace_event *e = &procs[m[i].p].tr.ev[m[i].ev];
+		const struct trace_event *e;
 
+		if (m[i].ev == PROCESS_END) {
+			sum -= live[m[i].p];
+			live[m[i].p] = 0;
+			continue;
+		}
+		e = &procs[m[i].p].tr.ev[m[i].ev];
 		if (e->op == TRACE_ALLOC) {
 			sum += e->size;
+			live[m[i].p] += e->size;
 			if (sum > peak) {
 				peak = sum;
 				peak_t = m[i].t;
@@ -311,8 +344,10 @@ int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
 			}
 		} else {
 			sum -= e->size;
+			live[m[i].p] -= e->size;
 		}
 	}
+	memset(live, 0, n * sizeof(*live));
 	if (count && held_at(procs, n, m, at, live, &owners, &sites))
 		goto out;
 	if (json)

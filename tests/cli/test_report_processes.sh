@@ -35,6 +35,16 @@ rc=$(run report "$dir/a.trace" "$dir/late.trace" --format json)
 check "apart in time: the peak of the sum is the larger one alone" \
 	'[ "$rc" = 0 ] && json "$out" "d[\"peak_bytes\"] == 200 and d[\"peak_t_ns\"] == 60000 and [p[\"at_job_peak_bytes\"] for p in d[\"processes\"]] == [0, 200]"'
 
+# gamma, 10 us before alpha, never frees its 50 bytes and ends 20 us
+# later: its memory goes back to the system with it, and it holds
+# nothing at the peak (alpha and beta, 30 us after gamma's start).
+printf '%s\n' 'alloy-trace 2 pid=300 clock=monotonic unit=ns start=990000 comm=gamma' \
+	'T 1 300' 'S 1 default cpu:0 16' 'a 0 1 1 3000 50' 'end 20000 1' \
+	>"$dir/c.trace"
+rc=$(run report "$dir/a.trace" "$dir/b.trace" "$dir/c.trace" --format json)
+check "a process that ended holds nothing after: its leak is not in the peak" \
+	'[ "$rc" = 0 ] && json "$out" "d[\"peak_bytes\"] == 300 and d[\"peak_t_ns\"] == 30000 and [p[\"at_job_peak_bytes\"] for p in d[\"processes\"]] == [100, 200, 0] and [p[\"live_at_end_bytes\"] for p in d[\"processes\"]] == [0, 0, 50]"'
+
 # ---- errors -----------------------------------------------------------
 
 sed 's/ start=1000000//' "$dir/a.trace" >"$dir/old.trace"
