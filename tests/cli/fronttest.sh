@@ -2,21 +2,30 @@
 # tests/cli/fronttest.sh - helpers for the tests of the LD_PRELOAD front and
 # `alloy run`; source it after tests/cli/clitest.sh.
 #   front_require             skip (exit 77) where the front cannot be tested
+#   front_missing             true where it cannot, and prints why
 #   front_backends            the CPU backends to run programs on
 #   report_allocs FILE NAME   allocations the report FILE counts on NAME
 #   under_front ARGS...       alloy run ARGS..., stdout and stderr to $out, $err
 top=$(dirname "$ALLOY")
 tests=$top/tests/programs
 
-front_require() {
+front_missing() {
 	# A sanitizer's runtime must be the first library of a process and
 	# replaces malloc itself: no front can go before it.
 	if nm -D "$top/.libs/liballoy.so" 2>/dev/null | grep -q __asan_init; then
-		echo "skipped: a sanitizer build (its runtime must come first in the process and is its malloc)"
-		exit 77
+		echo "a sanitizer build (its runtime must come first in the process and is its malloc)"
+		return 0
 	fi
 	if [ ! -f "$top/.libs/liballoy_preload.so" ]; then
-		echo "skipped: liballoy_preload.so was not built"
+		echo "liballoy_preload.so was not built"
+		return 0
+	fi
+	return 1
+}
+
+front_require() {
+	if why=$(front_missing); then
+		echo "skipped: $why"
 		exit 77
 	fi
 }

@@ -41,8 +41,12 @@ check "alloy report reads it: 80000 events, complete, no warning" \
 ALLOY_CONF="trace:$dir/t.trace" $PROG churn 20000 >"$out" 2>"$err"
 text=$(wc -c <"$dir/t.trace")
 comp=$(wc -c <"$dir/c.trace.zst")
-check "compressed, the trace is under a sixth of the text ($comp of $text bytes)" \
-	'[ $((comp * 6)) -lt "$text" ]'
+# How small it gets depends on the times between events (more digits in
+# a slower build, under a sanitizer a fifth where it is an eighth
+# otherwise): `alloy bench profiler` measures bytes per event; here it
+# must be well under the text.
+check "compressed, the trace is under a third of the text ($comp of $text bytes)" \
+	'[ $((comp * 3)) -lt "$text" ]'
 
 if command -v zstd >/dev/null 2>&1; then
 	# The writer's stream is zstd's own format: the zstd tool opens it,
