@@ -62,7 +62,9 @@ mkdir -p "$build"
 deplibs=$(sed -n 's/^LIBUNWIND_LIBS = //p' "$build/Makefile")
 libs="-Wl,--whole-archive $build/.libs/liballoy.a -Wl,--no-whole-archive $deplibs -lpthread -ldl -lm"
 inc="-D_GNU_SOURCE -I. -Iinclude -I$build/include -I$build"
-declare -A extra=([conf]="" [trace]="analysis/trace.c" [ops]="" [ctl]=""
+# The trace reader decompresses zstd traces where configure found libzstd.
+zstdlibs=$(sed -n 's/^ZSTD_LIBS = //p' "$build/Makefile")
+declare -A extra=([conf]="" [trace]="analysis/trace.c $zstdlibs" [ops]="" [ctl]=""
 	[plugin]="-rdynamic -ldl -DFUZZ_PLUGIN_PATH=\"$PWD/$build/fuzz_plugin_so.so\"")
 
 # The plugin whose descriptor fuzz_plugin writes; liballoy's symbols come
