@@ -5,7 +5,7 @@
  *
  * The records are the same text; only what reaches the file differs.  The
  * compressor runs where the stream already writes its buffer out, under
- * the stream's lock, so an event only ever appends a line as before.
+ * the stream's lock, so an event only appends its line, as in a text trace.
  * Each write-out ends a zstd block (a flush, not the end of the frame):
  * the file then holds every record up to that write in a form a reader
  * can decompress, and the compressor keeps its history, so later blocks
