@@ -75,16 +75,19 @@ import alloy
 with alloy.owner("model/cache"):
     kept = [np.ones(125000) for _ in range(16)]
 small = [np.ones(1000) for _ in range(4)]
+open(sys.argv[2], "w").close()
 while not os.path.exists(sys.argv[1]):
     time.sleep(0.05)
-' "$dir/stop4" >"$dir/py.out" 2>&1 &
+' "$dir/stop4" "$dir/ready4" >"$dir/py.out" 2>&1 &
 	pid4=$!
 	wait_socket $pid4
+	# top looks once every array is made, not while they are being made
 	i=0
-	while [ $i -lt 50 ] && ! grep -q "model/cache" "$out" 2>/dev/null; do
-		rc=$(run top "$pid4" --once)
+	while [ $i -lt 600 ] && [ ! -e "$dir/ready4" ]; do
+		sleep 0.05
 		i=$((i + 1))
 	done
+	rc=$(run top "$pid4" --once)
 	check "python3 -m alloy: the owner holding 16 MB comes first" \
 		'grep -A1 "OWNER (top" "$out" | tail -1 | grep -q "^ *1[45]\.[0-9] MiB  *16  model/cache$"'
 	touch "$dir/stop4"
