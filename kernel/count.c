@@ -27,6 +27,7 @@
 #include "fork.h"
 #include "arena.h"
 #include "unwind.h"
+#include "front.h"
 
 __thread struct alloy__tls *alloy__tls_self
 	__attribute__((tls_model("initial-exec")));
@@ -36,8 +37,8 @@ __thread struct alloy__tls *alloy__tls_self
  * which the dynamic linker relocates before it copies the image into
  * the threads that exist when liballoy is loaded).
  */
-static const struct alloy__tls no_record = { .slow = ALLOY__SLOW_NO_RECORD };
-#define NO_RECORD ((struct alloy__tls *)&no_record)
+const struct alloy__tls alloy__no_record = { .slow = ALLOY__SLOW_NO_RECORD };
+#define NO_RECORD ((struct alloy__tls *)&alloy__no_record)
 __thread struct alloy__tls *alloy__tls_fast
 	__attribute__((tls_model("initial-exec"))) = NO_RECORD;
 /* Set once this thread's record was given back at its exit. */
@@ -136,6 +137,7 @@ static void tls_destroy(void *arg)
 	pthread_mutex_unlock(&tls_lock);
 	alloy__tls_self = NULL;
 	alloy__tls_fast = NO_RECORD;
+	alloy__front_fast = NO_RECORD;
 	tls_gone = true;
 }
 

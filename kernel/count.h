@@ -100,6 +100,8 @@ struct alloy__tls {
 extern ALLOY_HIDDEN __thread struct alloy__tls *alloy__tls_fast
 	__attribute__((tls_model("initial-exec")));
 extern ALLOY_HIDDEN atomic_bool alloy__need_fence;
+/* The record alloy__tls_fast names for a thread without one. */
+extern ALLOY_HIDDEN const struct alloy__tls alloy__no_record;
 
 /*
  * Set once by the allocator that keeps a per-thread cache (the default

@@ -7,13 +7,16 @@
  * functions, the allocator it is counted on, and the object its code is
  * in (whose mappings the page map marks as the family's).  Bindings are
  * indexed by their page-map tag; 0 is the C library's own malloc.  The
- * CPU default's binding is `bound`; `sole` is the one binding that has
- * ever served, or NULL once a second one has, and then a free looks its
- * block up.
+ * CPU default's binding is alloy__front_bound; alloy__front_sole is the
+ * one binding that has ever served, or NULL once a second one has, and
+ * then a free looks its block up.
  *
- * The fast paths read the thread's record once (alloy__tls_fast): its
- * slow word says whether the reporter is on or the thread has no record,
- * and anything but 0 goes the slow way, which also tells the reporter.
+ * malloc's and free's fast paths are inlined into the entry points
+ * (preload/malloc.c) over the bindings' first fields; the functions here
+ * are their slow paths and every other entry point's path.  These read
+ * the thread's record once (alloy__tls_fast): its slow word says whether
+ * the reporter is on or the thread has no record, and anything but 0 goes
+ * the slow way, which also tells the reporter.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,11 +37,7 @@
 #define FAMILIES_MAX 16
 
 struct binding {
-	/* The fast paths' fields first: one cache line. */
-	void *(*malloc)(size_t size);
-	void (*free)(void *ptr);
-	ptrdiff_t acct_offset; /* its allocator's counters in a record */
-	bool keeps_errno;      /* its free leaves errno alone (glibc's) */
+	struct alloy__front_binding fast; /* first: the entry points' view */
 	const struct alloy_malloc_family *fam;
 	struct alloy_allocator *a; /* NULL: the slot is free */
 	uintptr_t lo, hi;	   /* the family's object */
@@ -47,23 +46,62 @@ struct binding {
 
 __thread unsigned alloy__front_depth
 	__attribute__((tls_model("initial-exec"))) = ALLOY__FRONT_FRESH;
+__thread struct alloy__tls *alloy__front_fast
+	__attribute__((tls_model("initial-exec"))) =
+		(struct alloy__tls *)&alloy__no_record;
 
 static struct binding families[FAMILIES_MAX];
 static _Atomic int families_end = 1; /* one past the highest tag in use */
 static struct binding plain_binding; /* CPU defaults without a family */
-static _Atomic(struct binding *) bound;
-static _Atomic(struct binding *) sole;
+_Atomic(const struct alloy__front_binding *) alloy__front_bound;
+_Atomic(const struct alloy__front_binding *) alloy__front_sole;
 static atomic_bool started;
 static pthread_mutex_t families_lock = PTHREAD_MUTEX_INITIALIZER;
 static void (*bad_pointer)(const char *func, const void *p);
 
-/* ---- the counts of a block ----------------------------------------- */
+/* ---- the depth ------------------------------------------------------ */
 
-static inline _Atomic int64_t *counters(struct alloy__tls *t,
-					const struct binding *b)
+/*
+ * The fast word follows the depth: the record only at depth 0.  The
+ * depth changes first on the way in and last on the way out, so a signal
+ * handler's malloc in between finds a pair that agrees, or the slow word.
+ */
+void alloy__front_enter(void)
 {
-	return (_Atomic int64_t *)((char *)t + b->acct_offset);
+	alloy__front_depth++;
+	atomic_signal_fence(memory_order_seq_cst);
+	alloy__front_fast = (struct alloy__tls *)&alloy__no_record;
 }
+
+void alloy__front_leave(void)
+{
+	if (--alloy__front_depth)
+		return;
+	atomic_signal_fence(memory_order_seq_cst);
+	alloy__front_fast = alloy__tls_fast;
+}
+
+/* ---- the bindings --------------------------------------------------- */
+
+static inline struct binding *
+binding_of_fast(const struct alloy__front_binding *f)
+{
+	return (struct binding *)f; /* fast is the first member */
+}
+
+static inline struct binding *bound_now(void)
+{
+	return binding_of_fast(atomic_load_explicit(&alloy__front_bound,
+						    memory_order_acquire));
+}
+
+static inline struct binding *sole_now(void)
+{
+	return binding_of_fast(
+		atomic_load_explicit(&alloy__front_sole, memory_order_relaxed));
+}
+
+/* ---- the counts of a block ----------------------------------------- */
 
 /* From a slow path: a thread without a record counts in the totals. */
 static void count_slow(const struct binding *b, int which)
@@ -117,9 +155,9 @@ static void *plain_malloc(size_t size)
 {
 	void *p;
 
-	alloy__front_depth++;
+	alloy__front_enter();
 	p = remember(alloy_malloc(size));
-	alloy__front_depth--;
+	alloy__front_leave();
 	return p;
 }
 
@@ -127,9 +165,9 @@ static void *plain_calloc(size_t nmemb, size_t size)
 {
 	void *p;
 
-	alloy__front_depth++;
+	alloy__front_enter();
 	p = remember(alloy_calloc(nmemb, size));
-	alloy__front_depth--;
+	alloy__front_leave();
 	return p;
 }
 
@@ -137,9 +175,9 @@ static void *plain_memalign(size_t align, size_t size)
 {
 	void *p;
 
-	alloy__front_depth++;
+	alloy__front_enter();
 	p = remember(alloy_aligned_alloc(align, size));
-	alloy__front_depth--;
+	alloy__front_leave();
 	return p;
 }
 
@@ -149,9 +187,9 @@ static void plain_free(void *ptr)
 		bad_pointer("free", ptr);
 		return;
 	}
-	alloy__front_depth++;
+	alloy__front_enter();
 	alloy_free(ptr);
-	alloy__front_depth--;
+	alloy__front_leave();
 }
 
 static void *plain_realloc(void *ptr, size_t size)
@@ -163,13 +201,13 @@ static void *plain_realloc(void *ptr, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	alloy__front_depth++;
+	alloy__front_enter();
 	n = alloy_realloc(ptr, size);
 	if (n && n != ptr) {
 		alloy__ptrset_remove(ptr);
 		n = remember(n);
 	}
-	alloy__front_depth--;
+	alloy__front_leave();
 	return n;
 }
 
@@ -202,7 +240,7 @@ static struct binding *owner_of(const void *p)
 
 static inline struct binding *owner(const void *p)
 {
-	struct binding *b = atomic_load_explicit(&sole, memory_order_relaxed);
+	struct binding *b = sole_now();
 
 	return likely(b) ? b : owner_of(p);
 }
@@ -231,7 +269,7 @@ static void report(const struct binding *b, void *p, size_t size, size_t align,
 		.align = align,
 	};
 
-	alloy__front_depth++; /* the reporter allocates for itself */
+	alloy__front_enter(); /* the reporter allocates for itself */
 	t = alloy__section_enter();
 	h = alloy__hooks_now();
 	if (h) {
@@ -241,7 +279,7 @@ static void report(const struct binding *b, void *p, size_t size, size_t align,
 			h->on_alloc(b->a, &dp);
 	}
 	alloy__section_leave(t);
-	alloy__front_depth--;
+	alloy__front_leave();
 }
 
 static inline bool reporting(const struct binding *b)
@@ -286,12 +324,12 @@ static inline void *call_family(const struct binding *b, enum kind k, size_t x,
 			p = realign(b, p, x, y);
 		return p;
 	default:
-		return b->malloc(x);
+		return b->fast.malloc(x);
 	}
 }
 
 /* Not every backend says why: the C library's contract is ENOMEM. */
-static __attribute__((noinline, cold)) void *alloc_failed(void)
+void *alloy__front_failed(void)
 {
 	errno = ENOMEM;
 	return NULL;
@@ -300,7 +338,7 @@ static __attribute__((noinline, cold)) void *alloc_failed(void)
 static __attribute__((noinline)) void *alloc_slow(enum kind k, size_t x,
 						  size_t y)
 {
-	struct binding *b = atomic_load_explicit(&bound, memory_order_acquire);
+	struct binding *b = bound_now();
 	size_t size = k == MALLOC ? x : k == CALLOC ? x * y : y;
 	void *p;
 
@@ -309,9 +347,9 @@ static __attribute__((noinline)) void *alloc_slow(enum kind k, size_t x,
 		return NULL;
 	}
 	/* A thread's first block: its record, for the fast path next time. */
-	alloy__front_depth++;
+	alloy__front_enter();
 	alloy__tls_get();
-	alloy__front_depth--;
+	alloy__front_leave();
 	p = call_family(b, k, x, y);
 	if (!p)
 		errno = ENOMEM;
@@ -332,11 +370,11 @@ static inline __attribute__((always_inline)) void *alloc(enum kind k, size_t x,
 
 	if (unlikely(alloy__slow_now(t)))
 		return alloc_slow(k, x, y);
-	b = atomic_load_explicit(&bound, memory_order_acquire);
+	b = bound_now();
 	p = call_family(b, k, x, y);
 	if (unlikely(!p))
-		return alloc_failed();
-	alloy__count_add(&counters(t, b)[ALLOY__C_ALLOCS], 1);
+		return alloy__front_failed();
+	alloy__count_add(alloy__front_counter(t, &b->fast, ALLOY__C_ALLOCS), 1);
 	return p;
 }
 
@@ -363,7 +401,7 @@ static __attribute__((noinline)) void free_by(const struct binding *b,
 	int *err = errno_of_thread();
 	int saved = *err;
 
-	b->free(ptr);
+	b->fast.free(ptr);
 	*err = saved;
 }
 
@@ -392,7 +430,7 @@ static __attribute__((noinline)) void free_looked_up(struct alloy__tls *t,
 		bad_pointer("free", ptr);
 		return;
 	}
-	alloy__count_add(&counters(t, b)[ALLOY__C_FREES], 1);
+	alloy__count_add(alloy__front_counter(t, &b->fast, ALLOY__C_FREES), 1);
 	free_by(b, ptr);
 }
 
@@ -412,17 +450,17 @@ void alloy__front_free(void *ptr)
 		free_slow(ptr);
 		return;
 	}
-	b = atomic_load_explicit(&sole, memory_order_relaxed);
+	b = sole_now();
 	if (unlikely(!b)) {
 		free_looked_up(t, ptr);
 		return;
 	}
-	alloy__count_add(&counters(t, b)[ALLOY__C_FREES], 1);
-	if (unlikely(!b->keeps_errno)) {
+	alloy__count_add(alloy__front_counter(t, &b->fast, ALLOY__C_FREES), 1);
+	if (unlikely(!b->fast.keeps_errno)) {
 		free_by(b, ptr);
 		return;
 	}
-	b->free(ptr);
+	b->fast.free(ptr);
 }
 
 /*
@@ -538,9 +576,9 @@ static int family_slot(const struct alloy_malloc_family *f)
 	if (!f->system &&
 	    !object_range((const void *)f->malloc, &b->lo, &b->hi))
 		return -1;
-	b->malloc = f->malloc;
-	b->free = f->free;
-	b->keeps_errno = f->system;
+	b->fast.malloc = f->malloc;
+	b->fast.free = f->free;
+	b->fast.keeps_errno = f->system;
 	b->fam = f;
 	/* The range is set before mappings are checked against it. */
 	if (slot) {
@@ -562,7 +600,7 @@ void alloy__front_add_family(struct alloy_allocator *a)
 	slot = family_slot(f);
 	/* A second allocator of a family serves through alloc and free. */
 	if (slot >= 0 && !families[slot].a) {
-		families[slot].acct_offset = a->acct_offset;
+		families[slot].fast.acct_offset = a->acct_offset;
 		families[slot].a = a;
 	}
 	pthread_mutex_unlock(&families_lock);
@@ -602,9 +640,10 @@ static void bind(struct alloy_allocator *a)
 	b = binding_of(a);
 	b->served = true;
 	pthread_mutex_unlock(&families_lock);
-	if (atomic_load(&sole) != b)
-		atomic_store(&sole, NULL);
-	atomic_store_explicit(&bound, b, memory_order_release);
+	if (sole_now() != b)
+		atomic_store(&alloy__front_sole, NULL);
+	atomic_store_explicit(&alloy__front_bound, &b->fast,
+			      memory_order_release);
 }
 
 void alloy__front_default_changed(struct alloy_allocator *a)
@@ -630,16 +669,17 @@ void alloy__front_start(void (*bad)(const char *func, const void *p))
 	struct binding *b;
 
 	bad_pointer = bad;
-	plain_binding.malloc = plain_family.malloc;
-	plain_binding.free = plain_family.free;
+	plain_binding.fast.malloc = plain_family.malloc;
+	plain_binding.fast.free = plain_family.free;
 	plain_binding.fam = &plain_family;
 	/* Its counts go where nothing reads: the plain API counts. */
-	plain_binding.acct_offset = offsetof(struct alloy__tls, nowhere);
+	plain_binding.fast.acct_offset = offsetof(struct alloy__tls, nowhere);
 	plain_binding.served = true;
 	b = binding_of(alloy_get_default(ALLOY_DEVICE_CPU));
 	b->served = true;
-	atomic_store(&sole, b);
-	atomic_store_explicit(&bound, b, memory_order_release);
+	atomic_store(&alloy__front_sole, &b->fast);
+	atomic_store_explicit(&alloy__front_bound, &b->fast,
+			      memory_order_release);
 	atomic_store(&started, true);
 }
 

@@ -27,8 +27,10 @@
 #ifndef ALLOY_KERNEL_FRONT_H
 #define ALLOY_KERNEL_FRONT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernel/base.h"
 
@@ -46,6 +48,55 @@ struct alloy_allocator;
 #define ALLOY__FRONT_FRESH (1u << 31)
 extern ALLOY__FRONT_API __thread unsigned alloy__front_depth
 	__attribute__((tls_model("initial-exec")));
+
+/*
+ * The depth is raised and lowered only through these two: they keep
+ * alloy__front_fast true to it.
+ */
+ALLOY__FRONT_API void alloy__front_enter(void);
+ALLOY__FRONT_API void alloy__front_leave(void);
+
+/*
+ * The entry points' fast path, inlined into malloc and free
+ * (preload/malloc.c): one word per thread says whether the thread may
+ * take it, and the binding says what to call.
+ *
+ * alloy__front_fast is the thread's record (kernel/count.h) while its
+ * depth is 0 and it has one, else a record whose slow word is set; so a
+ * single compare of the record's slow word covers the depth, a missing
+ * record, the reporter's hooks and the fence, and anything else goes to
+ * the engine's functions below.
+ */
+struct alloy__tls;
+extern ALLOY__FRONT_API __thread struct alloy__tls *alloy__front_fast
+	__attribute__((tls_model("initial-exec")));
+
+struct alloy__front_binding {
+	void *(*malloc)(size_t size);
+	void (*free)(void *ptr);
+	ptrdiff_t acct_offset; /* its allocator's counters in a record */
+	bool keeps_errno;      /* its free leaves errno alone (glibc's) */
+};
+
+/*
+ * The CPU default's binding: what malloc calls.  The binding of every
+ * block while one allocator has served the front, NULL after a swap.
+ */
+extern ALLOY__FRONT_API _Atomic(const struct alloy__front_binding *)
+	alloy__front_bound;
+extern ALLOY__FRONT_API _Atomic(const struct alloy__front_binding *)
+	alloy__front_sole;
+
+/* One of b's counters (ALLOY__C_*) in the record t. */
+static inline _Atomic int64_t *
+alloy__front_counter(struct alloy__tls *t, const struct alloy__front_binding *b,
+		     int which)
+{
+	return (_Atomic int64_t *)((char *)t + b->acct_offset) + which;
+}
+
+/* A backend's allocation failed: errno ENOMEM, as the C library says. */
+ALLOY__FRONT_API void *alloy__front_failed(void);
 
 /*
  * Start serving: bind to the current CPU default.  bad is called for a

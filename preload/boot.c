@@ -68,7 +68,7 @@ struct free_block {
 	struct free_block *next;
 };
 
-_Atomic uintptr_t alloy__boot_lo, alloy__boot_span;
+_Atomic uintptr_t alloy__boot_lo, alloy__boot_end;
 static uintptr_t range_end; /* lo + span, once reserved */
 
 static struct {
@@ -173,10 +173,11 @@ static bool reserve(void)
 		return false;
 	B.bump = B.writable = (uintptr_t)p;
 	range_end = (uintptr_t)p + n;
-	/* lo before span: see boot.h. */
+	/* lo before end: see boot.h. */
 	atomic_store_explicit(&alloy__boot_lo, (uintptr_t)p,
 			      memory_order_relaxed);
-	atomic_store_explicit(&alloy__boot_span, n, memory_order_release);
+	atomic_store_explicit(&alloy__boot_end, range_end,
+			      memory_order_release);
 	return true;
 }
 

@@ -21,21 +21,23 @@
 #define FRONT_HIDDEN __attribute__((visibility("hidden")))
 
 /*
- * The reserved range: alloy__boot_span bytes from alloy__boot_lo; span 0
- * until it is reserved.  lo is published before span, so a reader that
- * sees a span sees its start.
+ * The reserved range: [alloy__boot_lo, alloy__boot_end); both 0 until it
+ * is reserved (and then nothing is in it).
  */
-extern FRONT_HIDDEN _Atomic uintptr_t alloy__boot_lo, alloy__boot_span;
+extern FRONT_HIDDEN _Atomic uintptr_t alloy__boot_lo, alloy__boot_end;
 
-/* Whether p lies in the bootstrap allocator's range. */
+/*
+ * Whether p lies in the bootstrap allocator's range.  Two compares with
+ * memory, and the first is usually enough: the range is mapped at the
+ * front's start, above the program's heap and the mappings made after it
+ * (the kernel hands out mappings from the top down).
+ */
 static inline bool alloy__boot_owns(const void *p)
 {
-	uintptr_t span =
-		atomic_load_explicit(&alloy__boot_span, memory_order_acquire);
-
-	return (uintptr_t)p - atomic_load_explicit(&alloy__boot_lo,
-						   memory_order_relaxed) <
-	       span;
+	return (uintptr_t)p >= atomic_load_explicit(&alloy__boot_lo,
+						    memory_order_acquire) &&
+	       (uintptr_t)p < atomic_load_explicit(&alloy__boot_end,
+						   memory_order_acquire);
 }
 
 /*

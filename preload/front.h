@@ -16,9 +16,12 @@
 #ifndef ALLOY_PRELOAD_FRONT_H
 #define ALLOY_PRELOAD_FRONT_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
+#include "kernel/count.h"
 #include "kernel/front.h"
 #include "preload/boot.h"
 
@@ -32,6 +35,23 @@ extern FRONT_HIDDEN bool alloy__front_strict;
 
 /* A fresh thread's first call, once the front is ready: it may serve. */
 FRONT_HIDDEN bool alloy__front_serves_fresh(void);
+
+/*
+ * errno's distance from the thread pointer, the same in every thread (the
+ * C library's TLS is in the static block), found by the constructor: free
+ * reaches errno without a call.
+ */
+extern FRONT_HIDDEN ptrdiff_t alloy__front_errno_offset;
+
+static inline int *alloy__front_errno(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	return (int *)((char *)__builtin_thread_pointer() +
+		       alloy__front_errno_offset);
+#else
+	return &errno;
+#endif
+}
 
 /* Whether this call may go to alloy. */
 static inline bool alloy__front_serves(void)

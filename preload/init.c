@@ -44,12 +44,15 @@ static dev_t saved_dev;	  /* the file saved_fd was made on */
 static ino_t saved_ino;
 static FILE **report_stream; /* &stderr or &stdout, when reporting there */
 
+ptrdiff_t alloy__front_errno_offset;
+
 bool alloy__front_serves_fresh(void)
 {
 	if (alloy__front_depth != ALLOY__FRONT_FRESH ||
 	    !atomic_load_explicit(&alloy__front_ready, memory_order_acquire))
 		return false;
-	alloy__front_depth = 0;
+	alloy__front_depth = 1;
+	alloy__front_leave(); /* to 0, and the fast word with it */
 	return true;
 }
 
@@ -61,7 +64,7 @@ void alloy__front_bad_pointer(const char *func, const void *p)
 
 	if (n >= BAD_SHOWN)
 		return;
-	alloy__front_depth++; /* backtrace() may load libgcc_s */
+	alloy__front_enter(); /* backtrace() may load libgcc_s */
 	fprintf(stderr,
 		"alloy: %s(%p): not a block from malloc: the program did not get this pointer from malloc, calloc, realloc or memalign, or freed it already; ignored%s\n",
 		func, p, n + 1 == BAD_SHOWN ? " (later ones are counted)" : "");
@@ -71,7 +74,7 @@ void alloy__front_bad_pointer(const char *func, const void *p)
 	/* Skip this function; _fd: the symbols without malloc. */
 	if (nframes > 1)
 		backtrace_symbols_fd(frames + 1, nframes - 1, fileno(stderr));
-	alloy__front_depth--;
+	alloy__front_leave();
 }
 
 /* Whether the stream is closed (fclose'd, or its descriptor closed). */
@@ -168,7 +171,11 @@ __attribute__((constructor)) static void front_start(void)
 	 */
 	alloy__front_atfork(alloy__boot_fork_prepare, alloy__boot_fork_parent,
 			    alloy__boot_fork_child);
-	alloy__front_depth++;
+#if defined(__x86_64__) || defined(__aarch64__)
+	alloy__front_errno_offset =
+		(char *)&errno - (char *)__builtin_thread_pointer();
+#endif
+	alloy__front_enter();
 	alloy_init();
 	warm = alloy_malloc(1);
 	alloy_free(warm);
@@ -177,7 +184,7 @@ __attribute__((constructor)) static void front_start(void)
 	keep_report_stream();
 	/* After the reporter's handler, so that this one runs before it. */
 	atexit(at_exit);
-	alloy__front_depth--;
+	alloy__front_leave();
 	atomic_store_explicit(&alloy__front_ready, true, memory_order_release);
 	alloy__front_control_start();
 }

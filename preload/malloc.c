@@ -53,23 +53,82 @@ static void *alloc_aligned(size_t align, size_t size)
 				     size);
 }
 
-INTERPOSE void *malloc(size_t size)
+/* Everything but a thread's ordinary call at depth 0. */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
-	if (front_unlikely(!alloy__front_serves()))
+	if (!alloy__front_serves())
 		return alloy__boot_alloc(size, MIN_ALIGN, false);
 	return alloy__front_malloc(size);
 }
 
-/* The engine keeps errno across free (glibc since 2.33; POSIX). */
-INTERPOSE void free(void *ptr)
+/*
+ * The fast path (kernel/front.h): the thread's word, the default's own
+ * malloc, and a count in the thread's record.  The counter's address is
+ * taken before the call, so that one register carries it across.
+ */
+INTERPOSE void *malloc(size_t size)
+{
+	struct alloy__tls *t = alloy__front_fast;
+	const struct alloy__front_binding *b;
+	_Atomic int64_t *allocs;
+	void *p;
+
+	if (front_unlikely(alloy__slow_now(t)))
+		return malloc_slow(size);
+	b = atomic_load_explicit(&alloy__front_bound, memory_order_acquire);
+	allocs = alloy__front_counter(t, b, ALLOY__C_ALLOCS);
+	p = b->malloc(size);
+	if (front_unlikely(!p))
+		return alloy__front_failed();
+	alloy__count_add(allocs, 1);
+	return p;
+}
+
+/* NULL, and the blocks in the bootstrap allocator's range. */
+static __attribute__((noinline)) void free_rare(void *ptr)
 {
 	if (!ptr)
 		return;
-	if (alloy__boot_is_block(ptr)) {
+	if (alloy__boot_live(ptr)) {
 		alloy__boot_free(ptr);
 		return;
 	}
+	/* alloy's own block in the range (preload/boot.h) */
 	alloy__front_free(ptr);
+}
+
+/*
+ * While one allocator has served, the fast path counts and calls its
+ * free; the engine does the rest (a swap, a thread without a record or
+ * inside alloy, the reporter on).  free keeps errno (glibc since 2.33;
+ * POSIX): glibc's own free does, and around any other backend's the fast
+ * path keeps it.
+ */
+INTERPOSE void free(void *ptr)
+{
+	struct alloy__tls *t;
+	const struct alloy__front_binding *b;
+	int *err, saved;
+
+	if (front_unlikely(!ptr || alloy__boot_owns(ptr))) {
+		free_rare(ptr);
+		return;
+	}
+	t = alloy__front_fast;
+	b = atomic_load_explicit(&alloy__front_sole, memory_order_relaxed);
+	if (front_unlikely(!b || alloy__slow_now(t))) {
+		alloy__front_free(ptr);
+		return;
+	}
+	alloy__count_add(alloy__front_counter(t, b, ALLOY__C_FREES), 1);
+	if (front_likely(b->keeps_errno)) {
+		b->free(ptr);
+		return;
+	}
+	err = alloy__front_errno();
+	saved = *err;
+	b->free(ptr);
+	*err = saved;
 }
 
 /* glibc keeps cfree for binaries linked against its old versions. */
@@ -264,8 +323,8 @@ INTERPOSE int malloc_trim(size_t pad)
 	/* alloy itself, or before it started: nothing of its. */
 	if (!alloy__front_serves())
 		return 0;
-	alloy__front_depth++;
+	alloy__front_enter();
 	alloy_foreach_allocator(trim_cpu_allocator, &released);
-	alloy__front_depth--;
+	alloy__front_leave();
 	return released;
 }

@@ -43,9 +43,9 @@ static create_fn find_real_create(void)
 	if (front_likely(fn != NULL))
 		return fn;
 	/* dlsym may allocate: alloy's own call, served by the bootstrap. */
-	alloy__front_depth++;
+	alloy__front_enter();
 	fn = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-	alloy__front_depth--;
+	alloy__front_leave();
 	atomic_store_explicit(&real_create, fn, memory_order_release);
 	return fn;
 }

@@ -101,8 +101,10 @@ CORE_HEADERS = {
     "tensor": {"owner.h"},
     # the composer and its configuration steps, ALLOY_PLUGINS
     "root": {"compose.h", "plugins.h", "secure.h"},
-    # the front's engine: the malloc family's functions and its depth
-    "preload": {"front.h"},
+    # the front's engine: the malloc family's functions and its depth;
+    # the thread's record, whose slow word and counters malloc's and
+    # free's inlined fast paths read and write
+    "preload": {"front.h", "count.h"},
     # times core's walk of the unwind tables against libunwind's
     "bench": {"unwind.h"},
     # never opened in secure-execution mode; which allocators served
