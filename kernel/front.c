@@ -7,7 +7,7 @@
  * functions, the allocator it is counted on, and the object its code is
  * in (whose mappings the page map marks as the family's).  Bindings are
  * indexed by their page-map tag; 0 is the C library's own malloc.  The
- * CPU default's binding is alloy__front_bound; alloy__front_sole is the
+ * CPU default's binding is `bound` in the published state; `sole` is the
  * one binding that has ever served, or NULL once a second one has, and
  * then a free looks its block up.
  *
@@ -53,8 +53,9 @@ __thread struct alloy__tls *alloy__front_fast
 static struct binding families[FAMILIES_MAX];
 static _Atomic int families_end = 1; /* one past the highest tag in use */
 static struct binding plain_binding; /* CPU defaults without a family */
-_Atomic(const struct alloy__front_binding *) alloy__front_bound;
-_Atomic(const struct alloy__front_binding *) alloy__front_sole;
+/* The preload library's from alloy__front_start on. */
+static struct alloy__front_state unstarted;
+static _Atomic(struct alloy__front_state *) state = &unstarted;
 static atomic_bool started;
 static pthread_mutex_t families_lock = PTHREAD_MUTEX_INITIALIZER;
 static void (*bad_pointer)(const char *func, const void *p);
@@ -91,14 +92,20 @@ binding_of_fast(const struct alloy__front_binding *f)
 
 static inline struct binding *bound_now(void)
 {
-	return binding_of_fast(atomic_load_explicit(&alloy__front_bound,
-						    memory_order_acquire));
+	struct alloy__front_state *s =
+		atomic_load_explicit(&state, memory_order_acquire);
+
+	return binding_of_fast(
+		atomic_load_explicit(&s->bound, memory_order_acquire));
 }
 
 static inline struct binding *sole_now(void)
 {
+	struct alloy__front_state *s =
+		atomic_load_explicit(&state, memory_order_acquire);
+
 	return binding_of_fast(
-		atomic_load_explicit(&alloy__front_sole, memory_order_relaxed));
+		atomic_load_explicit(&s->sole, memory_order_relaxed));
 }
 
 /* ---- the counts of a block ----------------------------------------- */
@@ -634,6 +641,7 @@ static struct binding *binding_of(struct alloy_allocator *a)
  */
 static void bind(struct alloy_allocator *a)
 {
+	struct alloy__front_state *s = atomic_load(&state);
 	struct binding *b;
 
 	pthread_mutex_lock(&families_lock);
@@ -641,9 +649,8 @@ static void bind(struct alloy_allocator *a)
 	b->served = true;
 	pthread_mutex_unlock(&families_lock);
 	if (sole_now() != b)
-		atomic_store(&alloy__front_sole, NULL);
-	atomic_store_explicit(&alloy__front_bound, &b->fast,
-			      memory_order_release);
+		atomic_store(&s->sole, NULL);
+	atomic_store_explicit(&s->bound, &b->fast, memory_order_release);
 }
 
 void alloy__front_default_changed(struct alloy_allocator *a)
@@ -664,7 +671,8 @@ bool alloy__front_holds(const struct alloy_allocator *a)
 	return held;
 }
 
-void alloy__front_start(void (*bad)(const char *func, const void *p))
+void alloy__front_start(void (*bad)(const char *func, const void *p),
+			struct alloy__front_state *published)
 {
 	struct binding *b;
 
@@ -677,9 +685,10 @@ void alloy__front_start(void (*bad)(const char *func, const void *p))
 	plain_binding.served = true;
 	b = binding_of(alloy_get_default(ALLOY_DEVICE_CPU));
 	b->served = true;
-	atomic_store(&alloy__front_sole, &b->fast);
-	atomic_store_explicit(&alloy__front_bound, &b->fast,
+	atomic_store(&published->sole, &b->fast);
+	atomic_store_explicit(&published->bound, &b->fast,
 			      memory_order_release);
+	atomic_store_explicit(&state, published, memory_order_release);
 	atomic_store(&started, true);
 }
 

@@ -79,13 +79,16 @@ struct alloy__front_binding {
 };
 
 /*
- * The CPU default's binding: what malloc calls.  The binding of every
- * block while one allocator has served the front, NULL after a swap.
+ * What the entry points read: the CPU default's binding (what malloc
+ * calls), and the binding of every block while one allocator has served
+ * the front (NULL after a swap).  The preload library holds it, so that
+ * its fast paths load it from their own data, and hands it to the engine
+ * at start; only the engine writes it.
  */
-extern ALLOY__FRONT_API _Atomic(const struct alloy__front_binding *)
-	alloy__front_bound;
-extern ALLOY__FRONT_API _Atomic(const struct alloy__front_binding *)
-	alloy__front_sole;
+struct alloy__front_state {
+	_Atomic(const struct alloy__front_binding *) bound;
+	_Atomic(const struct alloy__front_binding *) sole;
+};
 
 /* One of b's counters (ALLOY__C_*) in the record t. */
 static inline _Atomic int64_t *
@@ -99,12 +102,14 @@ alloy__front_counter(struct alloy__tls *t, const struct alloy__front_binding *b,
 ALLOY__FRONT_API void *alloy__front_failed(void);
 
 /*
- * Start serving: bind to the current CPU default.  bad is called for a
- * pointer that free, realloc or malloc_usable_size were given and no
- * allocator made (func names the entry point).
+ * Start serving: bind to the current CPU default, published in state
+ * from now on.  bad is called for a pointer that free, realloc or
+ * malloc_usable_size were given and no allocator made (func names the
+ * entry point).
  */
 ALLOY__FRONT_API void alloy__front_start(void (*bad)(const char *func,
-						     const void *p));
+						     const void *p),
+					 struct alloy__front_state *state);
 
 ALLOY__FRONT_API void *alloy__front_malloc(size_t size);
 /* nmemb * size has been checked for overflow. */

@@ -29,6 +29,8 @@
 #define front_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* alloy__front_depth is the engine's (kernel/front.h). */
+/* The bindings the engine publishes (kernel/front.h), in our own data. */
+extern FRONT_HIDDEN struct alloy__front_state alloy__front_state;
 extern FRONT_HIDDEN atomic_bool alloy__front_ready;
 /* free() checks ownership itself and names bad pointers (debug wrapper). */
 extern FRONT_HIDDEN bool alloy__front_strict;

@@ -45,6 +45,7 @@ static ino_t saved_ino;
 static FILE **report_stream; /* &stderr or &stdout, when reporting there */
 
 ptrdiff_t alloy__front_errno_offset;
+struct alloy__front_state alloy__front_state;
 
 bool alloy__front_serves_fresh(void)
 {
@@ -180,7 +181,7 @@ __attribute__((constructor)) static void front_start(void)
 	warm = alloy_malloc(1);
 	alloy_free(warm);
 	alloy__front_strict = debugging();
-	alloy__front_start(alloy__front_bad_pointer);
+	alloy__front_start(alloy__front_bad_pointer, &alloy__front_state);
 	keep_report_stream();
 	/* After the reporter's handler, so that this one runs before it. */
 	atexit(at_exit);

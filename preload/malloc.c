@@ -75,7 +75,8 @@ INTERPOSE void *malloc(size_t size)
 
 	if (front_unlikely(alloy__slow_now(t)))
 		return malloc_slow(size);
-	b = atomic_load_explicit(&alloy__front_bound, memory_order_acquire);
+	b = atomic_load_explicit(&alloy__front_state.bound,
+				 memory_order_acquire);
 	allocs = alloy__front_counter(t, b, ALLOY__C_ALLOCS);
 	p = b->malloc(size);
 	if (front_unlikely(!p))
@@ -115,7 +116,8 @@ INTERPOSE void free(void *ptr)
 		return;
 	}
 	t = alloy__front_fast;
-	b = atomic_load_explicit(&alloy__front_sole, memory_order_relaxed);
+	b = atomic_load_explicit(&alloy__front_state.sole,
+				 memory_order_relaxed);
 	if (front_unlikely(!b || alloy__slow_now(t))) {
 		alloy__front_free(ptr);
 		return;
