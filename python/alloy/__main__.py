@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """python3 -m alloy [--conf CONF] [--torch] [--no-numpy]
+                   [--python-allocators[=SPEC]]
                    (SCRIPT | - | -m MODULE | -c CODE) [ARGS...]
 
 Run an unmodified Python program with NumPy's arrays (and, with --torch,
 PyTorch's CPU tensors) on alloy.  ALLOY_CONF (or --conf, added to it)
 picks the backend and the reporter: report:stderr prints the table at
 exit, trace:FILE writes the event trace.  `-` reads the program from
-standard input.
+standard input.  --python-allocators routes Python's own allocations
+too: SPEC is DOMAIN[:ALLOCATOR],... with DOMAIN raw, mem, obj or all
+(the default), e.g. --python-allocators=obj:mimalloc,mem.
 
 The interpreter is started once more first, with
 GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384: a library loaded
@@ -20,6 +23,8 @@ import runpy
 import sys
 import traceback
 
+from . import pymem
+
 TUNABLE = "glibc.rtld.optional_static_tls"
 STATIC_TLS = 16384
 REEXEC_MARK = "ALLOY_PYTHON_REEXEC"
@@ -32,9 +37,14 @@ def fail(message, code=2):
     sys.exit(code)
 
 
+def _plain(e):
+    """An exception's message without the module's own "alloy: "."""
+    return str(e).replace("alloy: ", "", 1)
+
+
 def parse(argv):
     """(options, kind, target, args) from the command line."""
-    opts = {"conf": [], "torch": False, "numpy": True}
+    opts = {"conf": [], "torch": False, "numpy": True, "pymem": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -53,6 +63,13 @@ def parse(argv):
             opts["torch"] = True
         elif a == "--no-numpy":
             opts["numpy"] = False
+        elif a == "--python-allocators" or \
+                a.startswith("--python-allocators="):
+            opts["pymem"] = a.partition("=")[2] or "all"
+            try:
+                pymem.parse(opts["pymem"])
+            except ValueError as e:
+                fail("--python-allocators: %s" % _plain(e))
         elif a in ("-m", "-c"):
             if i + 1 == len(argv):
                 fail("%s needs a value\n%s" % (a, USAGE))
@@ -87,6 +104,12 @@ def put_on_alloy(opts):
         alloy._alloy._ready()
     except RuntimeError as e:
         fail(str(e), 1)
+    # First, so that as little as possible is made before it.
+    if opts["pymem"] is not None:
+        try:
+            alloy.python_allocators(opts["pymem"])
+        except ValueError as e:
+            fail("--python-allocators: %s" % _plain(e))
     # `alloy ctl` and `alloy top` reach the program through it; a failure
     # to open it is said on stderr and the program runs on.
     try:
@@ -137,6 +160,8 @@ def cover_children(opts):
     os.environ[CHILD_MARK] = ",".join(
         k for k in ("numpy", "torch") if opts[k]) or "none"
     path = os.environ.get("PYTHONPATH", "")
+    if opts["pymem"] is not None:
+        os.environ[pymem.ENV] = opts["pymem"]
     if here not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, path]))
 
