@@ -23,7 +23,7 @@ import runpy
 import sys
 import traceback
 
-from . import pymem
+from . import _ending, pymem
 
 TUNABLE = "glibc.rtld.optional_static_tls"
 STATIC_TLS = 16384
@@ -182,6 +182,7 @@ def put_child_on_alloy(what):
                 alloy.numpy.enable()
         if "torch" in what:
             alloy.torch.enable()
+        _ending.install(runner=False)
     except Exception as e:
         sys.stderr.write("python3 -m alloy (child %d): %s\n" % (
             os.getpid(), e))
@@ -208,10 +209,11 @@ def run_program(kind, target, args):
 
 def run(kind, target, args):
     """Run the program; an exception it lets out is printed from its own
-    first frame on, as Python prints it, and the exit status is 1."""
+    first frame on, as Python prints it, and the exit status is 1 (130
+    for KeyboardInterrupt: alloy/_ending.py says why not SIGINT)."""
     try:
         run_program(kind, target, args)
-    except (SystemExit, KeyboardInterrupt):
+    except SystemExit:
         raise
     except BaseException as e:
         tb = e.__traceback__
@@ -220,7 +222,7 @@ def run(kind, target, args):
         # A syntax error of the program itself has no frame of its own.
         e.__traceback__ = tb
         sys.excepthook(type(e), e, tb)
-        sys.exit(1)
+        sys.exit(130 if isinstance(e, KeyboardInterrupt) else 1)
 
 
 def main():
@@ -237,6 +239,7 @@ def main():
             ["run_pid:%d" % os.getpid()]))
         reexec_with_static_tls()
     put_on_alloy(opts)
+    _ending.install(runner=True)
     cover_children(opts)
     run(kind, target, args)
 
