@@ -223,10 +223,15 @@ static inline void *route_realloc(struct route *r, void *ptr, size_t size)
 	if (size > SIZE_MAX_OK)
 		return NULL;
 	dp = dp_of(ptr);
-	if (alloy_data_ptr_realloc(&dp, size + HDR))
+	/*
+	 * Cleared before: a block that moves is freed inside the call, and
+	 * a check left in it could match again at a reuse of the address.
+	 */
+	hdr_of(ptr)->check = 0;
+	if (alloy_data_ptr_realloc(&dp, size + HDR)) {
+		hdr_of(ptr)->check = hdr_check(ptr, hdr_of(ptr)->size);
 		return NULL;
-	if ((struct pymem_hdr *)dp.ptr != hdr_of(ptr))
-		hdr_of(ptr)->check = 0;
+	}
 	return finish(&dp);
 }
 

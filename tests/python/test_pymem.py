@@ -217,3 +217,50 @@ def test_the_environment_variable_routes_at_import():
     out = ok(run("import alloy; print(alloy.pymem.routed())",
                  env={"ALLOY_PYTHON_ALLOCATORS": "mem:default"}))
     assert out.strip() == "{'mem': 'default'}"
+
+
+REALLOCS = """
+import json
+d = {str(i): [i] * (i % 7) for i in range(50000)}
+assert json.loads(json.dumps(d)) == d
+b = bytearray()
+for i in range(2000):
+    b.extend(b"x" * i)
+l = []
+for i in range(100000):
+    l.append(i)
+s = ""
+for i in range(5000):
+    s += str(i)
+"""
+
+
+def test_the_debug_allocator_finds_no_misuse_of_python_s_blocks():
+    """debug's redzones, poison and quarantine see every block of the
+    three domains: a write after free or outside a block is reported."""
+    r = run(args=["--python-allocators=all:debug", "--conf",
+                  "report:stderr", "-c", REALLOCS], module_alloy=True)
+    assert r.returncode == 0, r.stderr
+    assert "alloy: debug:" not in r.stderr, r.stderr
+    row = [l.split() for l in r.stderr.splitlines() if l.startswith("debug ")]
+    assert int(row[0][5]) >= 150000, r.stderr
+
+
+def test_under_alloy_run_the_environment_variable_routes(tmp_path):
+    cmd = os.environ.get("ALLOY")
+    if not cmd:
+        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+    prog = tmp_path / "p.py"
+    prog.write_text("import alloy\nprint(alloy.pymem.routed())\n" + REALLOCS)
+    import sys
+    e = dict(os.environ)
+    e.pop("ALLOY_CONF", None)
+    e["ALLOY_PYTHON_ALLOCATORS"] = "obj:debug,mem"
+    r = subprocess.run([cmd, "run", "--report", "stderr", "--",
+                        sys.executable, str(prog)], env=e,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "{'mem': 'default', 'obj': 'debug'}"
+    assert "alloy: debug:" not in r.stderr, r.stderr
+    row = [l.split() for l in r.stderr.splitlines() if l.startswith("debug ")]
+    assert int(row[0][5]) >= 100000, r.stderr
