@@ -48,7 +48,7 @@ struct pymem_hdr {
 
 #define HDR sizeof(struct pymem_hdr)
 /* What Python's allocators promise: 16 bytes on 64-bit platforms. */
-#define HDR_ALIGN 16
+#define HDR_ALIGN   16
 #define SIZE_MAX_OK (((size_t)1 << 62) - HDR)
 
 _Static_assert(HDR % HDR_ALIGN == 0, "the pointer keeps the block's alignment");
@@ -99,7 +99,8 @@ static void draw_secret(void)
  */
 static inline uint64_t hdr_check(const void *user, uint64_t size)
 {
-	uint64_t x = ((uint64_t)(uintptr_t)user ^ secret) * 0x9e3779b97f4a7c15ULL;
+	uint64_t x =
+		((uint64_t)(uintptr_t)user ^ secret) * 0x9e3779b97f4a7c15ULL;
 
 	return ((x ^ (x >> 29)) ^ size) | 1; /* never 0, a freed block's */
 }
@@ -156,8 +157,7 @@ static void *alloy_block(struct route *r, size_t size, unsigned flags)
 
 	if (size > SIZE_MAX_OK)
 		return NULL;
-	a = atomic_load_explicit(&r->kind, memory_order_relaxed) ==
-			    TARGET_NAMED
+	a = atomic_load_explicit(&r->kind, memory_order_relaxed) == TARGET_NAMED
 		    ? atomic_load_explicit(&r->named, memory_order_relaxed)
 		    : alloy_get_default(ALLOY_DEVICE_CPU);
 	if (!a || alloy_alloc(a, size + HDR, HDR_ALIGN, flags, &dp))
@@ -178,8 +178,7 @@ static inline void *route_malloc(struct route *r, size_t size)
 	return alloy_block(r, size, 0);
 }
 
-static inline void *route_calloc(struct route *r, size_t nelem,
-				 size_t elsize)
+static inline void *route_calloc(struct route *r, size_t nelem, size_t elsize)
 {
 	size_t size;
 
@@ -241,22 +240,22 @@ static inline void *route_realloc(struct route *r, void *ptr, size_t size)
  * context and the functions one by one, and a thread in the RAW domain
  * (no GIL) may see the new functions with the old context.
  */
-#define DOMAIN_FUNCTIONS(d, i)                                               \
-	static void *d##_malloc(void *ctx, size_t size)                      \
-	{                                                                    \
-		return route_malloc(&routes[i], size);                       \
-	}                                                                    \
-	static void *d##_calloc(void *ctx, size_t nelem, size_t elsize)      \
-	{                                                                    \
-		return route_calloc(&routes[i], nelem, elsize);              \
-	}                                                                    \
-	static void *d##_realloc(void *ctx, void *ptr, size_t size)          \
-	{                                                                    \
-		return route_realloc(&routes[i], ptr, size);                 \
-	}                                                                    \
-	static void d##_free(void *ctx, void *ptr)                           \
-	{                                                                    \
-		route_free(&routes[i], ptr);                                 \
+#define DOMAIN_FUNCTIONS(d, i)                                          \
+	static void *d##_malloc(void *ctx, size_t size)                 \
+	{                                                               \
+		return route_malloc(&routes[i], size);                  \
+	}                                                               \
+	static void *d##_calloc(void *ctx, size_t nelem, size_t elsize) \
+	{                                                               \
+		return route_calloc(&routes[i], nelem, elsize);         \
+	}                                                               \
+	static void *d##_realloc(void *ctx, void *ptr, size_t size)     \
+	{                                                               \
+		return route_realloc(&routes[i], ptr, size);            \
+	}                                                               \
+	static void d##_free(void *ctx, void *ptr)                      \
+	{                                                               \
+		route_free(&routes[i], ptr);                            \
 	}
 
 DOMAIN_FUNCTIONS(raw, 0)
@@ -276,9 +275,10 @@ static struct route *route_named(const char *name)
 	for (size_t i = 0; i < NROUTES; i++)
 		if (!strcmp(routes[i].name, name))
 			return &routes[i];
-	PyErr_Format(PyExc_ValueError,
-		     "alloy: unknown Python allocator domain '%s' (raw, mem, obj or all)",
-		     name);
+	PyErr_Format(
+		PyExc_ValueError,
+		"alloy: unknown Python allocator domain '%s' (raw, mem, obj or all)",
+		name);
 	return NULL;
 }
 
@@ -290,12 +290,13 @@ static void install(struct route *r)
 	PyMem_SetAllocator(r->domain, &wrapper);
 }
 
-PyDoc_STRVAR(route_doc,
-	     "_pymem_route(domain, target)\n\n"
-	     "Route PyMem's domain ('raw', 'mem', 'obj') to target: 'default' "
-	     "(alloy's CPU default at each allocation), a CPU allocator's name, "
-	     "or 'python' (new blocks from the allocator that was installed "
-	     "before alloy's).  alloy.python_allocators() is the public form.");
+PyDoc_STRVAR(
+	route_doc,
+	"_pymem_route(domain, target)\n\n"
+	"Route PyMem's domain ('raw', 'mem', 'obj') to target: 'default' "
+	"(alloy's CPU default at each allocation), a CPU allocator's name, "
+	"or 'python' (new blocks from the allocator that was installed "
+	"before alloy's).  alloy.python_allocators() is the public form.");
 
 /* The CPU allocator named, loading its module; NULL with ValueError. */
 static struct alloy_allocator *cpu_allocator(const char *name)
@@ -305,9 +306,10 @@ static struct alloy_allocator *cpu_allocator(const char *name)
 
 	PyEval_RestoreThread(ts);
 	if (!a) {
-		PyErr_Format(PyExc_ValueError,
-			     "alloy: no allocator '%s' for Python's allocations: %s",
-			     name, alloy_last_error());
+		PyErr_Format(
+			PyExc_ValueError,
+			"alloy: no allocator '%s' for Python's allocations: %s",
+			name, alloy_last_error());
 		return NULL;
 	}
 	if (alloy_allocator_device_type(a) != ALLOY_DEVICE_CPU) {
