@@ -23,14 +23,6 @@ wait()
 """
 
 
-@pytest.fixture
-def alloy_cmd():
-    cmd = os.environ.get("ALLOY")
-    if not cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
-    return cmd
-
-
 def report(cmd, path):
     return subprocess.run([cmd, "report", path], capture_output=True,
                           text=True)

@@ -11,7 +11,6 @@ import subprocess
 
 import pytest
 
-import alloy
 from conftest import backends, run
 
 
@@ -54,10 +53,8 @@ print(alloy.snapshot()["total"]["allocs"] - before, alloy.pymem.routed())
     assert "{}" in out
 
 
-def test_an_owner_covers_a_dict_built_under_it(tmp_path):
-    cmd = os.environ.get("ALLOY")
-    if not cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+def test_an_owner_covers_a_dict_built_under_it(tmp_path, alloy_cmd):
+    cmd = alloy_cmd
     path = str(tmp_path / "o.trace")
     out = ok(run("""
 import sys, alloy
@@ -246,10 +243,9 @@ def test_the_debug_allocator_finds_no_misuse_of_python_s_blocks():
     assert int(row[0][5]) >= 150000, r.stderr
 
 
-def test_under_alloy_run_the_environment_variable_routes(tmp_path):
-    cmd = os.environ.get("ALLOY")
-    if not cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+def test_under_alloy_run_the_environment_variable_routes(tmp_path,
+                                                        alloy_cmd):
+    cmd = alloy_cmd
     prog = tmp_path / "p.py"
     prog.write_text("import alloy\nprint(alloy.pymem.routed())\n" + REALLOCS)
     import sys
