@@ -42,9 +42,20 @@ def _plain(e):
     return str(e).replace("alloy: ", "", 1)
 
 
+def check_pymem(spec, what="--python-allocators"):
+    try:
+        pymem.parse(spec)
+    except ValueError as e:
+        fail("%s: %s" % (what, _plain(e)))
+
+
 def parse(argv):
     """(options, kind, target, args) from the command line."""
-    opts = {"conf": [], "torch": False, "numpy": True, "pymem": None}
+    # ALLOY_PYTHON_ALLOCATORS, where set, is the option's default.
+    opts = {"conf": [], "torch": False, "numpy": True,
+            "pymem": os.environ.get(pymem.ENV)}
+    if opts["pymem"] is not None:
+        check_pymem(opts["pymem"], pymem.ENV)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -66,10 +77,7 @@ def parse(argv):
         elif a == "--python-allocators" or \
                 a.startswith("--python-allocators="):
             opts["pymem"] = a.partition("=")[2] or "all"
-            try:
-                pymem.parse(opts["pymem"])
-            except ValueError as e:
-                fail("--python-allocators: %s" % _plain(e))
+            check_pymem(opts["pymem"])
         elif a in ("-m", "-c"):
             if i + 1 == len(argv):
                 fail("%s needs a value\n%s" % (a, USAGE))

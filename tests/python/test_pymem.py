@@ -260,3 +260,15 @@ def test_under_alloy_run_the_environment_variable_routes(tmp_path,
     assert "alloy: debug:" not in r.stderr, r.stderr
     row = [l.split() for l in r.stderr.splitlines() if l.startswith("debug ")]
     assert int(row[0][5]) >= 100000, r.stderr
+
+
+def test_the_runner_takes_the_environment_variable():
+    r = run(args=["-c", "import alloy; print(alloy.pymem.routed())"],
+            module_alloy=True, env={"ALLOY_PYTHON_ALLOCATORS": "obj"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "{'obj': 'default'}"
+    r = run(args=["-c", "pass"], module_alloy=True,
+            env={"ALLOY_PYTHON_ALLOCATORS": "objx"})
+    assert r.returncode == 2
+    assert r.stderr.startswith("python3 -m alloy: ALLOY_PYTHON_ALLOCATORS: ")
+    assert "'objx'" in r.stderr
