@@ -157,7 +157,8 @@ static void *alloy_block(struct route *r, size_t size, unsigned flags)
 
 	if (size > SIZE_MAX_OK)
 		return NULL;
-	a = atomic_load_explicit(&r->kind, memory_order_relaxed) == TARGET_NAMED
+	/* Acquire: py_route stores the allocator before the kind. */
+	a = atomic_load_explicit(&r->kind, memory_order_acquire) == TARGET_NAMED
 		    ? atomic_load_explicit(&r->named, memory_order_relaxed)
 		    : alloy_get_default(ALLOY_DEVICE_CPU);
 	if (!a || alloy_alloc(a, size + HDR, HDR_ALIGN, flags, &dp))
