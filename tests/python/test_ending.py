@@ -4,6 +4,7 @@ write the exit report and close the trace, a crash leaves a trace that
 `alloy report` reads as cut short, and fork and forkserver workers (which
 end in os._exit) leave whole traces."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -51,7 +52,10 @@ def test_ctrl_c_prints_the_traceback_and_writes_the_profile(tmp_path,
     assert rc == 130, err
     # Python's traceback from the program's own frames, then the report.
     assert err.startswith("Traceback (most recent call last):\n"), err
-    assert "waits.py\", line 8, in <module>" in err
+    # The first frame is the program's (the signal may land on any of
+    # its last lines).
+    assert re.match(r'  File ".*/waits\.py", line \d+, in <module>$',
+                    err.splitlines()[1]), err
     assert "__main__.py" not in err and "runpy" not in err
     assert "\nKeyboardInterrupt\n" in err
     assert "alloy reporter: memory by allocator and device" in err
