@@ -58,6 +58,7 @@ PyMODINIT_FUNC PyInit__alloy(void)
 	    add_methods(m, alloy__py_tensor_methods) ||
 	    add_methods(m, alloy__py_torch_methods) ||
 	    add_methods(m, alloy__py_cuda_methods) ||
+	    add_methods(m, alloy__py_pymem_methods) ||
 	    alloy__py_tensor_init(m) ||
 	    PyModule_AddStringConstant(m, "version", alloy_version()) ||
 	    add_command(m)) {

@@ -16,6 +16,7 @@ extern PyMethodDef alloy__py_reporter_methods[]; /* reporter.c */
 extern PyMethodDef alloy__py_tensor_methods[];	 /* tensor.c */
 extern PyMethodDef alloy__py_torch_methods[];	 /* torch.c */
 extern PyMethodDef alloy__py_cuda_methods[];	 /* cuda.c */
+extern PyMethodDef alloy__py_pymem_methods[];	 /* pymem.c */
 
 /* Add the Tensor type to the module; 0 or -1 with an exception. */
 int alloy__py_tensor_init(PyObject *module);

@@ -7,6 +7,7 @@ reporter's counts and trace, and alloy tensors shared through DLPack.
     alloy.torch.enable()          # PyTorch's CPU tensors too
     alloy.snapshot()              # counts per allocator and device
     alloy.cuda.snapshot()         # CUDA segments as torch lists them
+    alloy.python_allocators()     # Python's own objects on alloy too
     with alloy.owner("layer3"):   # what this thread allocates is layer3's
         ...
     t = alloy.empty((2, 3), "float32")
@@ -20,12 +21,14 @@ from contextlib import contextmanager
 
 from . import _alloy
 from ._alloy import *  # noqa: F401,F403 - every public function of the C module
-from . import cuda, numpy, torch
+from . import cuda, numpy, pymem, torch
+from .pymem import python_allocators
 
 # The C module's public names (a function added to one of its tables in
 # python/*.c is exported with no edit here), and this package's own.
 __all__ = sorted([n for n in dir(_alloy) if not n.startswith("_")] +
-                 ["cuda", "numpy", "owner", "reporter", "torch", "trace"])
+                 ["cuda", "numpy", "owner", "pymem", "python_allocators",
+                  "reporter", "torch", "trace"])
 
 
 def load_ipython_extension(ipython):
@@ -71,3 +74,10 @@ def owner(label):
         yield
     finally:
         owner_pop()
+
+
+# ALLOY_PYTHON_ALLOCATORS is a request to route Python's own allocations
+# (alloy/pymem.py); python3 -m alloy applies it itself after its restart.
+if pymem.ENV in __import__("os").environ and \
+        __import__("sys").orig_argv[1:3] != ["-m", "alloy"]:
+    pymem.from_environment()

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """python3 -m alloy [--conf CONF] [--torch] [--no-numpy]
+                   [--python-allocators[=SPEC]]
                    (SCRIPT | - | -m MODULE | -c CODE) [ARGS...]
 
 Run an unmodified Python program with NumPy's arrays (and, with --torch,
 PyTorch's CPU tensors) on alloy.  ALLOY_CONF (or --conf, added to it)
 picks the backend and the reporter: report:stderr prints the table at
 exit, trace:FILE writes the event trace.  `-` reads the program from
-standard input.
+standard input.  --python-allocators routes Python's own allocations
+too: SPEC is DOMAIN[:ALLOCATOR],... with DOMAIN raw, mem, obj or all
+(the default), e.g. --python-allocators=obj:mimalloc,mem.
 
 The interpreter is started once more first, with
 GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384: a library loaded
@@ -20,6 +23,8 @@ import runpy
 import sys
 import traceback
 
+from . import _ending, pymem
+
 TUNABLE = "glibc.rtld.optional_static_tls"
 STATIC_TLS = 16384
 REEXEC_MARK = "ALLOY_PYTHON_REEXEC"
@@ -32,9 +37,25 @@ def fail(message, code=2):
     sys.exit(code)
 
 
+def _plain(e):
+    """An exception's message without the module's own "alloy: "."""
+    return str(e).replace("alloy: ", "", 1)
+
+
+def check_pymem(spec, what="--python-allocators"):
+    try:
+        pymem.parse(spec)
+    except ValueError as e:
+        fail("%s: %s" % (what, _plain(e)))
+
+
 def parse(argv):
     """(options, kind, target, args) from the command line."""
-    opts = {"conf": [], "torch": False, "numpy": True}
+    # ALLOY_PYTHON_ALLOCATORS, where set, is the option's default.
+    opts = {"conf": [], "torch": False, "numpy": True,
+            "pymem": os.environ.get(pymem.ENV)}
+    if opts["pymem"] is not None:
+        check_pymem(opts["pymem"], pymem.ENV)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -53,6 +74,10 @@ def parse(argv):
             opts["torch"] = True
         elif a == "--no-numpy":
             opts["numpy"] = False
+        elif a == "--python-allocators" or \
+                a.startswith("--python-allocators="):
+            opts["pymem"] = a.partition("=")[2] or "all"
+            check_pymem(opts["pymem"])
         elif a in ("-m", "-c"):
             if i + 1 == len(argv):
                 fail("%s needs a value\n%s" % (a, USAGE))
@@ -87,6 +112,12 @@ def put_on_alloy(opts):
         alloy._alloy._ready()
     except RuntimeError as e:
         fail(str(e), 1)
+    # First, so that as little as possible is made before it.
+    if opts["pymem"] is not None:
+        try:
+            alloy.python_allocators(opts["pymem"])
+        except ValueError as e:
+            fail("--python-allocators: %s" % _plain(e))
     # `alloy ctl` and `alloy top` reach the program through it; a failure
     # to open it is said on stderr and the program runs on.
     try:
@@ -137,6 +168,8 @@ def cover_children(opts):
     os.environ[CHILD_MARK] = ",".join(
         k for k in ("numpy", "torch") if opts[k]) or "none"
     path = os.environ.get("PYTHONPATH", "")
+    if opts["pymem"] is not None:
+        os.environ[pymem.ENV] = opts["pymem"]
     if here not in path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, path]))
 
@@ -157,6 +190,7 @@ def put_child_on_alloy(what):
                 alloy.numpy.enable()
         if "torch" in what:
             alloy.torch.enable()
+        _ending.install(runner=False)
     except Exception as e:
         sys.stderr.write("python3 -m alloy (child %d): %s\n" % (
             os.getpid(), e))
@@ -183,10 +217,11 @@ def run_program(kind, target, args):
 
 def run(kind, target, args):
     """Run the program; an exception it lets out is printed from its own
-    first frame on, as Python prints it, and the exit status is 1."""
+    first frame on, as Python prints it, and the exit status is 1 (130
+    for KeyboardInterrupt: alloy/_ending.py says why not SIGINT)."""
     try:
         run_program(kind, target, args)
-    except (SystemExit, KeyboardInterrupt):
+    except SystemExit:
         raise
     except BaseException as e:
         tb = e.__traceback__
@@ -195,7 +230,7 @@ def run(kind, target, args):
         # A syntax error of the program itself has no frame of its own.
         e.__traceback__ = tb
         sys.excepthook(type(e), e, tb)
-        sys.exit(1)
+        sys.exit(130 if isinstance(e, KeyboardInterrupt) else 1)
 
 
 def main():
@@ -212,6 +247,7 @@ def main():
             ["run_pid:%d" % os.getpid()]))
         reexec_with_static_tls()
     put_on_alloy(opts)
+    _ending.install(runner=True)
     cover_children(opts)
     run(kind, target, args)
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""python3 -m alloy.bench [numpy] [dlpack] [--rounds N] [--callgrind] [--json]
+"""python3 -m alloy.bench [numpy] [dlpack] [pymem] [--rounds N] [--callgrind] [--json]
 
 Side by side in one process, the ratios printed (docs/BENCHMARKS.md):
 
@@ -19,6 +19,8 @@ dlpack  export + import of an alloy tensor of 1 MiB, 64 MiB and 1 GiB
         array over the same memory): time per round trip, the same address
         checked every time; goal: the 1 GiB time within 2x of the 1 MiB
         time (O(1), no copy).
+pymem   Python's own objects routed through alloy against plain CPython
+        (alloy/bench_pymem.py); not in the default set.
 
 Like python3 -m alloy, the interpreter restarts itself once with room for
 static TLS, so the jemalloc module can load.
@@ -270,15 +272,15 @@ def main(argv):
     import argparse
     p = argparse.ArgumentParser(prog="python3 -m alloy.bench",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("which", nargs="*", metavar="numpy|dlpack")
+    p.add_argument("which", nargs="*", metavar="numpy|dlpack|pymem")
     p.add_argument("--rounds", type=int, default=21)
     p.add_argument("--callgrind", action="store_true")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     which, rounds = args.which or ["numpy", "dlpack"], args.rounds
     for w in which:
-        if w not in ("numpy", "dlpack"):
-            p.error("unknown benchmark %s (numpy or dlpack)" % w)
+        if w not in ("numpy", "dlpack", "pymem"):
+            p.error("unknown benchmark %s (numpy, dlpack or pymem)" % w)
     reexec_with_static_tls()
     os.environ.pop("ALLOY_PYTHON_REEXEC", None)
     alloy._alloy._ready()
@@ -290,6 +292,9 @@ def main(argv):
                 list(out["numpy"][0]["ns_per_array"]))
     if "dlpack" in which:
         out["dlpack"] = bench_dlpack(rounds)
+    if "pymem" in which:
+        from . import bench_pymem
+        out["pymem"] = bench_pymem.bench_pymem(rounds)
     if args.json:
         json.dump(out, sys.stdout, indent=1)
         print()
@@ -300,6 +305,9 @@ def main(argv):
         print_numpy(out["numpy"], out.get("instructions"))
     if "dlpack" in out:
         print_dlpack(out["dlpack"])
+    if "pymem" in out:
+        from . import bench_pymem
+        bench_pymem.print_pymem(out["pymem"], rounds)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,15 @@ def backends():
     return names
 
 
+@pytest.fixture
+def alloy_cmd():
+    """The build's alloy command (make check sets ALLOY), or a skip."""
+    cmd = os.environ.get("ALLOY")
+    if not cmd:
+        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
+    return cmd
+
+
 @pytest.fixture(scope="session")
 def torch():
     try:

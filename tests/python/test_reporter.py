@@ -1,22 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The reporter from Python: snapshot, peaks, the report, the trace."""
 import json
-import os
 
 import numpy as np
 import pytest
 
 import alloy
 from conftest import run
-
-
-@pytest.fixture
-def alloy_cmd():
-    """The build's alloy command (make check sets ALLOY), or a skip."""
-    cmd = os.environ.get("ALLOY")
-    if not cmd:
-        pytest.skip("skipped: ALLOY (the build's alloy command) is not set")
-    return cmd
 
 
 def test_snapshot_has_counts_per_allocator_and_device():
