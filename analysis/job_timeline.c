@@ -34,21 +34,6 @@
 
 static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 
-/* A round step (1, 2 or 5 times a power of ten) giving about n ticks. */
-static double nice_step(double range, int n)
-{
-	double raw = range / n, p = 1, f;
-
-	if (!(raw > 0))
-		return 1;
-	while (p * 10 <= raw)
-		p *= 10;
-	while (p > raw)
-		p /= 10;
-	f = raw / p;
-	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
-}
-
 static double x_of(uint64_t t, double dur)
 {
 	return LEFT + (double)t / dur * (NB - 1);
@@ -95,30 +80,17 @@ void job_timeline_svg(FILE *out, const struct job_picture *j, bool standalone)
 	int h = bottom + AXIS_SPACE;
 	double dur = j->dur_ns ? (double)j->dur_ns : 1;
 	double ymax = sum->peak ? (double)sum->peak * 1.12 : 1;
-	double unit = 1, ystep, xstep;
-	char hb[32];
+	double unit = 1, ystep;
+	char hb[32], title[96];
 	int u = 0;
 
-	if (standalone)
-		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(out,
-		"<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
-		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		"<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">"
-		"alloy: live bytes of a job of %zu processes over time</text>\n",
-		W, h, W, h, LEFT, nproc);
+	snprintf(title, sizeof(title),
+		 "alloy: live bytes of a job of %zu processes over time",
+		 nproc);
+	timeline_svg_open(out, W, h, title, standalone);
 
 	/* Time grid through every lane, ticks under the last. */
-	xstep = nice_step(dur / 1e6, 6);
-	for (double ms = 0; ms <= dur / 1e6; ms += xstep) {
-		double x = LEFT + ms * 1e6 / dur * (NB - 1);
-
-		fprintf(out,
-			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#e4e4e4\"/>"
-			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
-			x, x, TOP, bottom, x, bottom + 16, ms);
-	}
+	timeline_time_grid(out, dur, TOP, bottom, bottom + 16);
 	fprintf(out,
 		"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since the first process started (ms)</text>\n",
 		(LEFT + RIGHT) / 2, bottom + 38);
@@ -128,7 +100,7 @@ void job_timeline_svg(FILE *out, const struct job_picture *j, bool standalone)
 		unit *= 1024;
 		u++;
 	}
-	ystep = nice_step(ymax / unit, 4) * unit;
+	ystep = timeline_nice_step(ymax / unit, 4) * unit;
 	lane_head(out, sum, true);
 	for (double v = 0; v <= ymax; v += ystep) {
 		double y = TOP + SUM_H - v / ymax * SUM_H;
@@ -149,24 +121,8 @@ void job_timeline_svg(FILE *out, const struct job_picture *j, bool standalone)
 		RIGHT + 16, TOP + 4, SUM_COLOUR, RIGHT + 36, TOP + 8,
 		RIGHT + 36, TOP + 23,
 		trace_human_bytes(sum->peak, hb, sizeof(hb)));
-	for (size_t i = 0; j->notes && i < j->notes->n; i++) {
-		int y = TOP + 42 + (int)i * 15;
-		const char *text = j->notes->text[i];
-		int indent = 0;
-
-		if (y > TOP + SUM_H + GAP)
-			break;
-		/* SVG folds leading spaces: indent by position instead. */
-		while (*text == ' ') {
-			text++;
-			indent += 4;
-		}
-		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\"%s>",
-			RIGHT + 16 + indent, y,
-			indent ? "" : " font-weight=\"bold\"");
-		html_text(out, text);
-		fprintf(out, "</text>\n");
-	}
+	timeline_notes_svg(out, j->notes, RIGHT + 16, TOP + 42,
+			   TOP + SUM_H + GAP);
 	fprintf(out, "</g>\n");
 
 	/* A lane per process, on the sum's scale. */

@@ -213,6 +213,21 @@ struct timeline_notes {
 /* Where they start, in the picture's coordinates. */
 #define TIMELINE_LEFT 92
 
+/* A round step (1, 2 or 5 times a power of ten) giving about n ticks. */
+double timeline_nice_step(double range, int n);
+/* The picture's <svg> element opened, white, with its title. */
+void timeline_svg_open(FILE *out, int w, int h, const char *title,
+		       bool standalone);
+/*
+ * The time axis's grid lines from top to bottom over the columns, each
+ * with its time in ms at label_y, for a picture of dur_ns.
+ */
+void timeline_time_grid(FILE *out, double dur_ns, int top, int bottom,
+			int label_y);
+/* The notes as SVG lines from (x, y) down, none below ymax. */
+void timeline_notes_svg(FILE *out, const struct timeline_notes *notes, int x,
+			int y, int ymax);
+
 /*
  * Write the timeline picture of tr as a standalone SVG document; notes
  * (may be NULL) go under the legend.  standalone false leaves out the
