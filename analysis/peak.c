@@ -134,6 +134,18 @@ static void find_peaks(const struct trace *tr, const int *dev_of,
 {
 	uint64_t live[TRACE_MAX_SERIES] = { 0 };
 
+	/* The reader kept them as it read: no pass over the events. */
+	if (tr->sum && tr->summed == tr->nev) {
+		for (size_t s = 0; s < tr->nseries; s++) {
+			int d = dev_of[s];
+
+			if (tr->dev_first[s] != s || !tr->sum->dev_peak[s])
+				continue;
+			at->dev[d].bytes = tr->sum->dev_peak[s];
+			moment[d] = tr->sum->dev_peak_event[s];
+		}
+		return;
+	}
 	for (size_t i = 0; i < tr->nev; i++) {
 		const struct trace_event *e = &tr->ev[i];
 		int d = dev_of[e->series];

@@ -13,7 +13,8 @@
  * what each process still running then held, by process, owner and
  * site.  Owners and sites are merged
  * across processes by their text: the same function in two workers of a
- * build is one site.
+ * build is one site.  The first pass also fills the columns of the job's
+ * timeline (job_timeline.c), a lane per process and one for the sum.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -89,6 +90,22 @@ static int most_bytes(const void *a, const void *b)
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
 	return strcmp(x->label, y->label);
+}
+
+/* A column keeps its highest value and the one it ends with. */
+static void bucket(struct job_lane *l, uint64_t t, uint64_t dur, uint64_t v)
+{
+	double x = dur ? (double)t / (double)dur * (TIMELINE_COLUMNS - 1) : 0;
+	int b = x < 0			? 0
+		: x >= TIMELINE_COLUMNS ? TIMELINE_COLUMNS - 1
+					: (int)x;
+
+	if (!l->seen[b] || (double)v > l->max[b])
+		l->max[b] = (double)v;
+	l->end[b] = (double)v;
+	l->seen[b] = true;
+	if (v > l->peak)
+		l->peak = v;
 }
 
 /* Every alloc and free of every trace, on the common time line. */
@@ -237,6 +254,28 @@ static void put_helds_json(FILE *out, const char *key, const struct helds *h)
 	fprintf(out, "]");
 }
 
+/* "  1. label 45.2%", cut to fit beside the picture. */
+static void notes_of(struct timeline_notes *n, const char *head,
+		     const struct helds *h, uint64_t peak)
+{
+	size_t cap = sizeof(n->text) / sizeof(n->text[0]), rank = 0;
+
+	if (n->n + 1 >= cap)
+		return;
+	snprintf(n->text[n->n++], sizeof(n->text[0]), "%s", head);
+	for (size_t i = 0; i < h->n && rank < 3 && n->n < cap; i++) {
+		const char *l = h->v[i].label;
+
+		if (!h->v[i].bytes)
+			continue;
+		snprintf(n->text[n->n++], sizeof(n->text[0]),
+			 " %zu. %.30s%s %.1f%%", ++rank, l,
+			 strlen(l) > 30 ? ".." : "",
+			 peak ? 100.0 * (double)h->v[i].bytes / (double)peak
+			      : 0.0);
+	}
+}
+
 static void put_text(FILE *out, struct trace_proc *procs, size_t n,
 		     uint64_t origin, uint64_t peak, uint64_t peak_t,
 		     const uint64_t *live, const struct helds *owners,
@@ -300,11 +339,78 @@ static void put_json(FILE *out, struct trace_proc *procs, size_t n,
 	fprintf(out, "}\n");
 }
 
-int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
-		     char *err, size_t errlen)
+/* The job's timeline, alone or in a page with the job's summary. */
+static int put_picture(FILE *out, struct trace_proc *procs, size_t n,
+		       uint64_t origin, uint64_t peak, uint64_t peak_t,
+		       const uint64_t *live, const struct helds *owners,
+		       const struct helds *sites, struct job_picture *j,
+		       bool html)
+{
+	struct helds byproc = { 0 };
+	struct timeline_notes notes = { 0 };
+	char label[160];
+	bool named_owners = false;
+
+	for (size_t p = 0; p < n; p++) {
+		snprintf(label, sizeof(label), "%ld %s", procs[p].tr.pid,
+			 procs[p].tr.comm);
+		if (live[p] && hold(&byproc, label, (int64_t)live[p], 0)) {
+			free(byproc.v);
+			return -ENOMEM;
+		}
+	}
+	qsort(byproc.v, byproc.n, sizeof(*byproc.v), most_bytes);
+	for (size_t i = 0; i < owners->n; i++)
+		if (owners->v[i].bytes &&
+		    strcmp(owners->v[i].label, report_owner(NULL, 0)))
+			named_owners = true;
+	notes_of(&notes, "at the peak, by process:", &byproc, peak);
+	if (named_owners)
+		notes_of(&notes, "by owner:", owners, peak);
+	notes_of(&notes, "by site:", sites, peak);
+	free(byproc.v);
+	j->peak_t_ns = peak_t;
+	j->notes = &notes;
+	if (!html) {
+		job_timeline_svg(out, j, true);
+		return 0;
+	}
+	fprintf(out,
+		"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+		"<title>alloy memory timeline of a job</title>\n"
+		"<style>body{font-family:sans-serif;margin:24px}"
+		"pre{background:#f6f6f6;padding:12px}</style>\n"
+		"</head><body>\n<h1>alloy memory timeline of a job</h1>\n");
+	job_timeline_svg(out, j, false);
+	fprintf(out, "<pre id=\"summary\">\n");
+	/* The summary's text, escaped: it names processes and sites. */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&buf, &len);
+
+		if (!mem)
+			return -ENOMEM;
+		put_text(mem, procs, n, origin, peak, peak_t, live, owners,
+			 sites);
+		if (fclose(mem)) {
+			free(buf);
+			return -ENOMEM;
+		}
+		html_text(out, buf);
+		free(buf);
+	}
+	fprintf(out, "</pre>\n</body></html>\n");
+	return 0;
+}
+
+int report_processes(FILE *out, struct trace_proc *procs, size_t n,
+		     enum job_format fmt, char *err, size_t errlen)
 {
 	struct helds owners = { 0 }, sites = { 0 };
-	uint64_t origin = UINT64_MAX, sum = 0, peak = 0, peak_t = 0;
+	uint64_t origin = UINT64_MAX, sum = 0, peak = 0, peak_t = 0, end = 0;
+	bool picture = fmt == JOB_SVG || fmt == JOB_HTML;
+	struct job_picture j = { 0 };
 	uint64_t *live = NULL;
 	struct merged *m;
 	size_t count, at = 0;
@@ -321,41 +427,70 @@ int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
 		if (procs[p].tr.start_ns < origin)
 			origin = procs[p].tr.start_ns;
 	}
+	for (size_t p = 0; p < n; p++) {
+		uint64_t e = procs[p].tr.start_ns - origin +
+			     procs[p].sum.duration_ns;
+
+		end = e > end ? e : end;
+	}
 	m = merge(procs, n, origin, &count);
 	live = calloc(n, sizeof(*live));
-	if (!m || !live)
+	if (picture) {
+		j.lanes = calloc(n + 1, sizeof(*j.lanes));
+		j.n = n + 1;
+		j.dur_ns = end;
+	}
+	if (!m || !live || (picture && !j.lanes))
 		goto out;
+	for (size_t p = 0; picture && p < n; p++) {
+		struct job_lane *l = &j.lanes[p + 1];
+
+		l->pid = procs[p].tr.pid;
+		l->name = procs[p].tr.comm;
+		l->start_ns = procs[p].tr.start_ns - origin;
+		l->end_ns = l->start_ns + procs[p].sum.duration_ns;
+	}
+	if (picture)
+		j.lanes[0].name = "";
 	for (size_t i = 0; i < count; i++) {
 		const struct trace_event *e;
+		uint32_t p = m[i].p;
 
 		if (m[i].ev == PROCESS_END) {
-			sum -= live[m[i].p];
-			live[m[i].p] = 0;
-			continue;
-		}
-		e = &procs[m[i].p].tr.ev[m[i].ev];
-		if (e->op == TRACE_ALLOC) {
-			sum += e->size;
-			live[m[i].p] += e->size;
-			if (sum > peak) {
-				peak = sum;
-				peak_t = m[i].t;
-				at = i;
-			}
+			sum -= live[p];
+			live[p] = 0;
 		} else {
-			sum -= e->size;
-			live[m[i].p] -= e->size;
+			e = &procs[p].tr.ev[m[i].ev];
+			if (e->op == TRACE_ALLOC) {
+				sum += e->size;
+				live[p] += e->size;
+				if (sum > peak) {
+					peak = sum;
+					peak_t = m[i].t;
+					at = i;
+				}
+			} else {
+				sum -= e->size;
+				live[p] -= e->size;
+			}
+		}
+		if (picture) {
+			bucket(&j.lanes[0], m[i].t, end, sum);
+			bucket(&j.lanes[p + 1], m[i].t, end, live[p]);
 		}
 	}
 	memset(live, 0, n * sizeof(*live));
 	if (count && held_at(procs, n, m, at, live, &owners, &sites))
 		goto out;
-	if (json)
+	if (fmt == JOB_JSON)
 		put_json(out, procs, n, origin, peak, peak_t, live, &owners,
 			 &sites);
-	else
+	else if (fmt == JOB_TEXT)
 		put_text(out, procs, n, origin, peak, peak_t, live, &owners,
 			 &sites);
+	else if (put_picture(out, procs, n, origin, peak, peak_t, live, &owners,
+			     &sites, &j, fmt == JOB_HTML))
+		goto out;
 	rc = 0;
 out:
 	if (rc)
@@ -365,6 +500,7 @@ out:
 			symbols_free(procs[p].sym);
 			procs[p].sym = NULL;
 		}
+	free(j.lanes);
 	free(owners.v);
 	free(sites.v);
 	free(live);

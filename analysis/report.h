@@ -94,13 +94,47 @@ struct trace_proc {
 	struct symbols *sym; /* made and freed by report_processes */
 };
 
+/* What report_processes writes. */
+enum job_format { JOB_TEXT, JOB_JSON, JOB_SVG, JOB_HTML };
+
 /*
  * Several processes as one job: a line per process, the peak of the sum
  * of their live bytes and who held it (by process, owner and site), as
- * text or JSON.  0; -EINVAL for a trace without a start time, -ENOMEM;
- * err says which.
+ * text or JSON; or the job's timeline, a lane per process under the
+ * lane of their sum, as an SVG picture or an offline page with the
+ * summary.  0; -EINVAL for a trace without a start time, -ENOMEM; err
+ * says which.
  */
-int report_processes(FILE *out, struct trace_proc *procs, size_t n, bool json,
-		     char *err, size_t errlen);
+int report_processes(FILE *out, struct trace_proc *procs, size_t n,
+		     enum job_format fmt, char *err, size_t errlen);
+
+/*
+ * One lane of the job's timeline: the live bytes of one process, or of
+ * the sum of all, per column of the picture (the highest value in the
+ * column and the one it ends with).
+ */
+struct job_lane {
+	long pid;		   /* 0 for the sum */
+	const char *name;	   /* the process's name, "" if unknown */
+	uint64_t start_ns, end_ns; /* on the job's time line */
+	uint64_t peak;		   /* its highest live bytes */
+	double max[TIMELINE_COLUMNS], end[TIMELINE_COLUMNS];
+	bool seen[TIMELINE_COLUMNS];
+};
+
+/* The job's timeline: lanes[0] is the sum, then a lane per process. */
+struct job_picture {
+	struct job_lane *lanes;
+	size_t n;
+	uint64_t dur_ns;    /* from the first start to the last end */
+	uint64_t peak_t_ns; /* when the sum was highest (lanes[0].peak) */
+	const struct timeline_notes *notes; /* who held it; may be NULL */
+};
+
+/*
+ * Write the job's timeline (job_timeline.c); standalone false leaves out
+ * the XML declaration, for a picture inside a page.
+ */
+void job_timeline_svg(FILE *out, const struct job_picture *j, bool standalone);
 
 #endif /* ALLOY_ANALYSIS_REPORT_H */

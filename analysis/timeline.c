@@ -34,8 +34,7 @@ struct series_px {
 	bool seen[NB];
 };
 
-/* A round step (1, 2 or 5 times a power of ten) giving about n ticks. */
-static double nice_step(double range, int n)
+double timeline_nice_step(double range, int n)
 {
 	double raw = range / n, p = 1, f;
 
@@ -115,6 +114,57 @@ static void bucket(struct series_px *s, int b, double v)
 	s->seen[b] = true;
 }
 
+void timeline_svg_open(FILE *out, int w, int h, const char *title,
+		       bool standalone)
+{
+	if (standalone)
+		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	fprintf(out,
+		"<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+		"<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">",
+		w, h, w, h, LEFT);
+	html_text(out, title);
+	fprintf(out, "</text>\n");
+}
+
+void timeline_time_grid(FILE *out, double dur_ns, int top, int bottom,
+			int label_y)
+{
+	double step = timeline_nice_step(dur_ns / 1e6, 6);
+
+	for (double ms = 0; ms <= dur_ns / 1e6; ms += step) {
+		double x = LEFT + ms * 1e6 / dur_ns * (NB - 1);
+
+		fprintf(out,
+			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#e4e4e4\"/>"
+			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+			x, x, top, bottom, x, label_y, ms);
+	}
+}
+
+void timeline_notes_svg(FILE *out, const struct timeline_notes *notes, int x,
+			int y, int ymax)
+{
+	for (size_t i = 0; notes && i < notes->n; i++, y += 15) {
+		const char *text = notes->text[i];
+		int indent = 0;
+
+		if (y > ymax)
+			break; /* no room left */
+		/* SVG folds leading spaces: indent by position instead. */
+		while (*text == ' ') {
+			text++;
+			indent += 4;
+		}
+		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\"%s>",
+			x + indent, y, indent ? "" : " font-weight=\"bold\"");
+		html_text(out, text);
+		fprintf(out, "</text>\n");
+	}
+}
+
 void trace_timeline_svg(FILE *out, const struct trace *tr,
 			const struct trace_summary *sum,
 			const struct timeline_notes *notes, bool standalone)
@@ -129,7 +179,7 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 	double ymax = top ? (double)top * 1.12 : 1;
 	struct series_px *rss = tr->nmem ? calloc(1, sizeof(*rss)) : NULL;
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double xstep, ystep, t = 0, unit = 1;
+	double ystep, t = 0, unit = 1;
 	int u = 0;
 	bool show_all = ns > 1;
 	char hb[32];
@@ -166,37 +216,23 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 		bucket(rss, b, (double)tr->mem[i].resident);
 	}
 
-	if (standalone)
-		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(out,
-		"<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
-		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		"<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">"
-		"alloy: live bytes per allocator over time</text>\n",
-		W, H, W, H, LEFT);
+	timeline_svg_open(out, W, H,
+			  "alloy: live bytes per allocator over time",
+			  standalone);
 	/* Grid and axes. */
 	/* Byte ticks round in the unit they are shown in: 20 KiB, not 19.53. */
 	while (unit * 1024 <= ymax && u < 4) {
 		unit *= 1024;
 		u++;
 	}
-	ystep = nice_step(ymax / unit, 5) * unit;
+	ystep = timeline_nice_step(ymax / unit, 5) * unit;
 	for (double v = 0; v <= ymax; v += ystep)
 		fprintf(out,
 			"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
 			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g %s</text>\n",
 			LEFT, RIGHT, y_of(v, ymax), y_of(v, ymax), LEFT - 6,
 			y_of(v, ymax) + 4, v / unit, units[u]);
-	xstep = nice_step(dur / 1e6, 6);
-	for (double ms = 0; ms <= dur / 1e6; ms += xstep) {
-		double x = LEFT + ms * 1e6 / dur * (NB - 1);
-
-		fprintf(out,
-			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#e4e4e4\"/>"
-			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
-			x, x, TOP, BOTTOM, x, BOTTOM + 18, ms);
-	}
+	timeline_time_grid(out, dur, TOP, BOTTOM, BOTTOM + 18);
 	fprintf(out,
 		"<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"black\"/>\n"
 		"<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"black\"/>\n"
@@ -271,27 +307,11 @@ void trace_timeline_svg(FILE *out, const struct trace *tr,
 			trace_human_bytes(tr->peak_resident, hb, sizeof(hb)));
 	}
 	/* The peak's top sites and owners, under the legend. */
-	for (size_t i = 0; notes && i < notes->n; i++) {
-		int y = TOP + 8 +
-			(int)(ns + (show_all ? 1 : 0) + (rss ? 1 : 0)) * 38 +
-			4 + (int)i * 15;
-
-		const char *text = notes->text[i];
-		int indent = 0;
-
-		if (y > H - 8)
-			break; /* many series: no room left */
-		/* SVG folds leading spaces: indent by position instead. */
-		while (*text == ' ') {
-			text++;
-			indent += 4;
-		}
-		fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"11\"%s>",
-			RIGHT + 16 + indent, y,
-			indent ? "" : " font-weight=\"bold\"");
-		html_text(out, text);
-		fprintf(out, "</text>\n");
-	}
+	timeline_notes_svg(
+		out, notes, RIGHT + 16,
+		TOP + 8 + (int)(ns + (show_all ? 1 : 0) + (rss ? 1 : 0)) * 38 +
+			4,
+		H - 8);
 	fprintf(out, "</svg>\n");
 	free(px);
 	free(live);

@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -291,8 +292,56 @@ static int grow(void **arr, size_t *have, size_t n, size_t sz)
 	return 0;
 }
 
+static void sum_event(struct trace_summary *sum, const uint8_t *dev_first,
+		      uint64_t *all, uint64_t *t, const struct trace_event *e,
+		      size_t i);
+
+/* dev_first[] for the series from *done on. */
+static void map_devices(const struct trace *tr, uint8_t *dev_first,
+			size_t *done)
+{
+	for (size_t s = *done; s < tr->nseries; s++) {
+		size_t f = 0;
+
+		while (f < s &&
+		       strcmp(tr->series[f].device, tr->series[s].device))
+			f++;
+		dev_first[s] = (uint8_t)f;
+	}
+	*done = tr->nseries;
+}
+
+/* Events prefaulted at a time: 8 MiB of them. */
+#define PREFAULT_EVENTS ((size_t)(8 << 20) / sizeof(struct trace_event))
+
+/*
+ * Map the pages of the next PREFAULT_EVENTS events in one call before
+ * they are written: a fault per 4 KiB page is some 10 us where the
+ * machine is a virtual one, a second for a trace of ten million events.
+ * Only what is about to be written, so memory stays what the events
+ * take.  A kernel without MADV_POPULATE_WRITE faults them one by one.
+ */
+static void prefault(struct trace *tr)
+{
+#ifdef MADV_POPULATE_WRITE
+	const uintptr_t page = 4096;
+	size_t n = tr->cap - tr->nev < PREFAULT_EVENTS ? tr->cap - tr->nev
+						       : PREFAULT_EVENTS;
+	uintptr_t lo = (uintptr_t)&tr->ev[tr->nev] & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)&tr->ev[tr->nev + n]) & ~(page - 1);
+
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+	(void)tr;
+#endif
+}
+
 static int push(struct trace *tr, const struct trace_event *e)
 {
+	if (tr->nev % PREFAULT_EVENTS == 0 && tr->nev < tr->cap &&
+	    tr->cap >= PREFAULT_EVENTS)
+		prefault(tr);
 	if (tr->nev == tr->cap) {
 		size_t cap = tr->cap ? 2 * tr->cap : 4096;
 		struct trace_event *n = realloc(tr->ev, cap * sizeof(*n));
@@ -301,6 +350,24 @@ static int push(struct trace *tr, const struct trace_event *e)
 			return -ENOMEM;
 		tr->ev = n;
 		tr->cap = cap;
+		if (cap >= PREFAULT_EVENTS)
+			prefault(tr);
+	}
+	/*
+	 * Summed while the event is at hand: a later pass over half a
+	 * gigabyte of events would wait on memory for each of them.
+	 */
+	if (!tr->sum && tr->summed == tr->nev) {
+		tr->sum = calloc(1, sizeof(*tr->sum));
+		if (!tr->sum)
+			return -ENOMEM;
+	}
+	if (tr->summed == tr->nev) {
+		if (tr->ndev_first < tr->nseries)
+			map_devices(tr, tr->dev_first, &tr->ndev_first);
+		sum_event(tr->sum, tr->dev_first, &tr->sum_all, &tr->sum_t, e,
+			  tr->nev);
+		tr->summed++;
 	}
 	tr->ev[tr->nev++] = *e;
 	return 0;
@@ -1270,6 +1337,9 @@ void trace_free(struct trace *tr)
 		free(tr->modules[i].path);
 	free(tr->modules);
 	free(tr->mem);
+	free(tr->sum);
+	tr->sum = NULL;
+	tr->summed = tr->ndev_first = 0;
 	tr->mem = NULL;
 	tr->nmem = tr->memcap = 0;
 	tr->ev = NULL;
@@ -1281,53 +1351,75 @@ void trace_free(struct trace *tr)
 	tr->nmodules = 0;
 }
 
+static void sum_event(struct trace_summary *sum, const uint8_t *dev_first,
+		      uint64_t *all, uint64_t *t, const struct trace_event *e,
+		      size_t i)
+{
+	struct trace_series_sum *s = &sum->s[e->series];
+	uint8_t d = dev_first[e->series];
+
+	*t = e->t_ns > *t ? e->t_ns : *t;
+	switch (e->op) {
+	case TRACE_ALLOC:
+		s->allocs++;
+		s->total_bytes += e->size;
+		s->live_bytes += e->size;
+		s->live_blocks++;
+		if (s->live_bytes > s->peak_bytes) {
+			s->peak_bytes = s->live_bytes;
+			s->peak_t_ns = *t;
+		}
+		sum->dev_live[d] += e->size;
+		if (sum->dev_live[d] > sum->dev_peak[d]) {
+			sum->dev_peak[d] = sum->dev_live[d];
+			sum->dev_peak_event[d] = i;
+		}
+		*all += e->size;
+		if (*all > sum->all.peak_bytes) {
+			sum->all.peak_bytes = *all;
+			sum->all.peak_t_ns = *t;
+			sum->peak_event = i;
+		}
+		break;
+	case TRACE_FREE:
+		s->frees++;
+		s->live_bytes -= e->size;
+		s->live_blocks--;
+		sum->dev_live[d] -= e->size;
+		*all -= e->size;
+		break;
+	case TRACE_UNKNOWN_FREE:
+		sum->unknown_frees++;
+		break;
+	case TRACE_DOUBLE_FREE:
+		sum->double_frees++;
+		break;
+	}
+}
+
 void trace_summarize(const struct trace *tr, struct trace_summary *sum)
 {
+	uint8_t dev_first[TRACE_MAX_SERIES] = { 0 };
 	uint64_t all = 0, t = 0;
+	size_t i = 0, mapped = 0;
 
 	memset(sum, 0, sizeof(*sum));
-	for (size_t i = 0; i < tr->nev; i++) {
-		const struct trace_event *e = &tr->ev[i];
-		struct trace_series_sum *s = &sum->s[e->series];
-
-		t = e->t_ns > t ? e->t_ns : t;
-		switch (e->op) {
-		case TRACE_ALLOC:
-			s->allocs++;
-			s->total_bytes += e->size;
-			s->live_bytes += e->size;
-			s->live_blocks++;
-			if (s->live_bytes > s->peak_bytes) {
-				s->peak_bytes = s->live_bytes;
-				s->peak_t_ns = t;
-			}
-			all += e->size;
-			if (all > sum->all.peak_bytes) {
-				sum->all.peak_bytes = all;
-				sum->all.peak_t_ns = t;
-				sum->peak_event = i;
-			}
-			break;
-		case TRACE_FREE:
-			s->frees++;
-			s->live_bytes -= e->size;
-			s->live_blocks--;
-			all -= e->size;
-			break;
-		case TRACE_UNKNOWN_FREE:
-			sum->unknown_frees++;
-			break;
-		case TRACE_DOUBLE_FREE:
-			sum->double_frees++;
-			break;
-		}
+	map_devices(tr, dev_first, &mapped);
+	/* What the reader summed as it read, then the rest (if any). */
+	if (tr->sum && tr->summed <= tr->nev) {
+		*sum = *tr->sum;
+		all = tr->sum_all;
+		t = tr->sum_t;
+		i = tr->summed;
 	}
-	for (size_t i = 0; i < tr->nseries; i++) {
-		sum->all.allocs += sum->s[i].allocs;
-		sum->all.frees += sum->s[i].frees;
-		sum->all.total_bytes += sum->s[i].total_bytes;
-		sum->all.live_bytes += sum->s[i].live_bytes;
-		sum->all.live_blocks += sum->s[i].live_blocks;
+	for (; i < tr->nev; i++)
+		sum_event(sum, dev_first, &all, &t, &tr->ev[i], i);
+	for (size_t k = 0; k < tr->nseries; k++) {
+		sum->all.allocs += sum->s[k].allocs;
+		sum->all.frees += sum->s[k].frees;
+		sum->all.total_bytes += sum->s[k].total_bytes;
+		sum->all.live_bytes += sum->s[k].live_bytes;
+		sum->all.live_blocks += sum->s[k].live_blocks;
 	}
 	sum->duration_ns = tr->end_ns > t ? tr->end_ns : t;
 }

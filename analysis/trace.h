@@ -109,6 +109,17 @@ struct trace {
 	uint64_t peak_resident, peak_resident_t_ns, peak_mapped;
 	/* References to things the trace never declared (see the docs). */
 	uint64_t missing_stacks, missing_parents, missing_owners;
+	/*
+	 * The summary of the first `summed` events, kept by the reader as it
+	 * adds them (trace_summarize then copies it); NULL in a trace built
+	 * by hand.
+	 */
+	struct trace_summary *sum;
+	size_t summed;
+	uint64_t sum_all, sum_t; /* its live bytes and latest time */
+	/* Each series' device, as the first series on that device. */
+	uint8_t dev_first[TRACE_MAX_SERIES];
+	size_t ndev_first; /* series mapped so far */
 };
 
 /*
@@ -145,6 +156,13 @@ struct trace_summary {
 	uint64_t unknown_frees, double_frees;
 	uint64_t duration_ns;
 	size_t peak_event; /* the event that made the overall peak */
+	/*
+	 * Per device, under the index of the first series on it
+	 * (trace.dev_first): the live bytes at the end, the highest, and the
+	 * event that first reached it (valid where dev_peak is not 0).
+	 */
+	uint64_t dev_live[TRACE_MAX_SERIES], dev_peak[TRACE_MAX_SERIES];
+	size_t dev_peak_event[TRACE_MAX_SERIES];
 };
 
 void trace_summarize(const struct trace *tr, struct trace_summary *sum);
@@ -194,6 +212,21 @@ struct timeline_notes {
 #define TIMELINE_COLUMNS 688
 /* Where they start, in the picture's coordinates. */
 #define TIMELINE_LEFT 92
+
+/* A round step (1, 2 or 5 times a power of ten) giving about n ticks. */
+double timeline_nice_step(double range, int n);
+/* The picture's <svg> element opened, white, with its title. */
+void timeline_svg_open(FILE *out, int w, int h, const char *title,
+		       bool standalone);
+/*
+ * The time axis's grid lines from top to bottom over the columns, each
+ * with its time in ms at label_y, for a picture of dur_ns.
+ */
+void timeline_time_grid(FILE *out, double dur_ns, int top, int bottom,
+			int label_y);
+/* The notes as SVG lines from (x, y) down, none below ymax. */
+void timeline_notes_svg(FILE *out, const struct timeline_notes *notes, int x,
+			int y, int ymax);
 
 /*
  * Write the timeline picture of tr as a standalone SVG document; notes

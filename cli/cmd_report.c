@@ -185,10 +185,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 	if (!o->path)
 		return cli_usage_error(&cmd_report, "no trace file given");
 	if ((o->npaths > 1 || is_dir(o->path)) &&
-	    ((o->fmt != F_TEXT && o->fmt != F_JSON) || o->at || o->by_owner))
+	    ((o->fmt != F_TEXT && o->fmt != F_JSON && o->fmt != F_SVG &&
+	      o->fmt != F_HTML) ||
+	     o->at || o->by_owner))
 		return cli_usage_error(
 			&cmd_report,
-			"several traces (or a directory) give the job's summary: --format text or json, without --at or --by");
+			"several traces (or a directory) give the job's summary or timeline: --format text, json, svg or html, without --at or --by");
 	if (o->at && (o->fmt == F_SVG || o->fmt == F_HTML))
 		return cli_usage_error(
 			&cmd_report,
@@ -467,7 +469,7 @@ static int list_dir(const char *dir, char ***names, size_t *n)
 	return *names ? 0 : -1;
 }
 
-/* Several traces, or a directory of them: the job's summary. */
+/* Several traces, or a directory of them: the job's summary or timeline. */
 static int run_processes(const struct options *o)
 {
 	struct trace_proc *procs = NULL;
@@ -508,7 +510,12 @@ static int run_processes(const struct options *o)
 			o->outpath, strerror(errno));
 		goto out;
 	}
-	if (report_processes(out, procs, n, o->fmt == F_JSON, err, sizeof(err)))
+	if (report_processes(out, procs, n,
+			     o->fmt == F_JSON	? JOB_JSON
+			     : o->fmt == F_SVG	? JOB_SVG
+			     : o->fmt == F_HTML ? JOB_HTML
+						: JOB_TEXT,
+			     err, sizeof(err)))
 		fprintf(stderr, "alloy report: %s\n", err);
 	else
 		rc = 0;
@@ -601,7 +608,8 @@ const struct cli_command cmd_report = {
 	.usage =
 		"usage: alloy report TRACE [--format FORMAT] [--at peak|TIME] [--by site|owner]\n"
 		"                          [--top N] [--option KEY:VALUE] [-o FILE] [--progress]\n"
-		"       alloy report TRACE TRACE... | DIRECTORY [--format text|json] [-o FILE]\n"
+		"       alloy report TRACE TRACE... | DIRECTORY [--format text|json|svg|html]\n"
+		"                          [-o FILE]\n"
 		"\n"
 		"Reads a trace written with ALLOY_CONF=trace:PATH (docs/TRACE-FORMAT.md)\n"
 		"and prints, per allocator and device, allocations, frees, bytes, peak\n"
@@ -639,7 +647,8 @@ const struct cli_command cmd_report = {
 		"Several traces (the processes of one job, as `--trace DIR/t.%p` writes\n"
 		"them), or a directory of them, give the job's summary: a line per\n"
 		"process, and the peak of the sum of their live bytes with who held it\n"
-		"then, by process, owner and call site.\n"
+		"then, by process, owner and call site; --format svg or html draws the\n"
+		"job's timeline: the sum on top, a lane per process under it.\n"
 		"\n"
 		"Frames are named from the objects the trace's module map lists, as\n"
 		"they are now (addr2line gives file:line where there is debug\n"

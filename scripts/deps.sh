@@ -28,18 +28,23 @@ pkgs+=(libzstd-dev zstd)
 #   three minutes to install, apt-get update included), venv, pip,
 #   setuptools and wheel (tests/cli/test_pip_install.sh: pip install of
 #   python/ in a fresh venv), and Jupyter's kernel and nbconvert
-#   (tests/cli/test_notebook.sh: the notebook magics, run by a kernel).
+#   (tests/cli/test_notebook.sh: the notebook magics, run by a kernel),
+#   and npm, with which speedscope is installed from the npm registry
+#   (npm install -g speedscope): the viewer that
+#   tests/cli/test_perfetto_viewer.sh opens the perfetto export in.
 # --timeline: headless Chromium alone.
 # --bench: what `alloy bench` can use beyond the build: valgrind (its
 #   instruction counts) and libtorch's c10 (`alloy bench c10`).
 # --torch: PyTorch and libtorch's c10, for the optional PyTorch adapter
 #   (about 1 GB; without them its tests say "skipped").
+speedscope=
 for arg in "$@"; do
 	case $arg in
 	--ci) pkgs+=(clang clang-format valgrind universal-ctags chromium
 		golang-go python3-torch python3-venv python3-pip
 		python3-setuptools python3-wheel python3-ipython
-		python3-ipykernel python3-nbclient jupyter-nbconvert) ;;
+		python3-ipykernel python3-nbclient jupyter-nbconvert npm)
+		speedscope=1 ;;
 	--torch) pkgs+=(python3-torch libtorch-dev) ;;
 	--timeline) pkgs+=(chromium) ;;
 	--bench) pkgs+=(valgrind libtorch-dev) ;;
@@ -57,4 +62,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The speedscope version the viewer test was written against.
+if [ -n "$speedscope" ] && [ ! -d "$(npm root -g)/speedscope" ]; then
+	echo "deps: installing speedscope from npm"
+	SUDO=
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO npm install -g --no-audit --no-fund speedscope@1.25.0 >/dev/null
 fi

@@ -5,7 +5,8 @@
 #
 #  - `--format perfetto`: Chrome trace-event JSON.  Its structure is
 #    checked event by event (a process name, counter events with a time
-#    and a byte count, times never going back on a track), the track of
+#    and a byte count, times never going back on a track; owners as
+#    slices, nested and closed on their thread), the track of
 #    all bytes peaks at the trace's peak and ends at what was live at
 #    the end, and on a trace of 65,000 allocations the tracks stay
 #    bounded in size with the peak still exact;
@@ -36,11 +37,25 @@ assert isinstance(ev, list) and ev, "traceEvents: a list of events"
 assert d["displayTimeUnit"] == "ns"
 names = [e for e in ev if e["ph"] == "M"]
 assert any(e["name"] == "process_name" and e["args"]["name"] for e in names), "a process name"
-tracks = {}
+tracks, open_, last, opened = {}, {}, {}, set()
 for e in ev:
-    assert e["ph"] in ("M", "C"), e
+    assert e["ph"] in ("M", "C", "B", "E"), e
     assert isinstance(e["pid"], int) and e["pid"] > 0, e
     assert isinstance(e["name"], str) and e["name"], e
+    if e["ph"] in ("B", "E"):
+        # Slices: on a thread, nested, in time order, each closed.
+        assert isinstance(e["tid"], int) and e["tid"] > 0, e
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+        k = (e["pid"], e["tid"])
+        assert e["ts"] >= last.get(k, 0), ("time goes back", e)
+        last[k] = e["ts"]
+        st = open_.setdefault(k, [])
+        if e["ph"] == "B":
+            st.append(e["name"])
+            opened.add(e["name"])
+        else:
+            assert st and st.pop() == e["name"], ("unbalanced", e)
+        continue
     if e["ph"] != "C":
         continue
     assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
@@ -55,12 +70,28 @@ for n, s in tracks.items():
 a = tracks["live bytes: all"]
 assert max(b for _, b in a) == peak == d["otherData"]["peak_bytes"], (max(b for _, b in a), peak)
 assert a[-1][1] == live_end, (a[-1], live_end)
+assert all(not st for st in open_.values()), ("slices left open", open_)
+want = set(sys.argv[5].split(",")) if len(sys.argv) > 5 else set()
+assert want <= opened, ("owner slices", sorted(opened))
 print(len(ev))
 PY
 rc=$(run report "$dir/p.trace" --format perfetto -o "$dir/p.json")
 check "perfetto: written" '[ "$rc" = 0 ]'
 check "perfetto: trace-event JSON, a track per allocator and one for all, peaking at 34089" \
-	'python3 "$dir/check_perfetto.py" "$dir/p.json" 34089 0 100000 >"$out" 2>"$err"'
+	'python3 "$dir/check_perfetto.py" "$dir/p.json" 34089 0 100000 model,layer1,layer2 >"$out" 2>"$err"'
+cat >"$dir/nesting.py" <<'PY'
+import json, sys
+st, parent = [], {}
+for e in json.load(open(sys.argv[1]))["traceEvents"]:
+    if e["ph"] == "B":
+        parent[e["name"]] = st[-1] if st else None
+        st.append(e["name"])
+    elif e["ph"] == "E":
+        st.pop()
+sys.exit(parent != {"model": None, "fc1_w": "model", "layer1": "model", "layer2": "model"})
+PY
+check "perfetto: profprog's owners as slices, model/layer1 inside model" \
+	'python3 "$dir/nesting.py" "$dir/p.json"'
 rc=$(run report "$dir/p.trace" --format perfetto --at peak)
 check "perfetto with --at is a usage error" '[ "$rc" = 2 ] && grep -q "perfetto" "$err"'
 

@@ -3,8 +3,10 @@
 # tests/cli/test_report_processes.sh - `alloy report` of several processes'
 # traces as one job: two hand-written traces whose sum is known exactly
 # (the peak of the sum, its time, who held it), a real job under
-# `alloy run --trace DIR/%p.trace` read as a directory, and the errors
-# (a trace without a start time, a format the job's summary has not).
+# `alloy run --trace DIR/%p.trace` read as a directory, the job's
+# timeline (a lane per process, the sum's lane at the peak of the sum),
+# and the errors (a trace without a start time, a format the job's
+# summary has not).
 set -u
 . "$(dirname "$0")/clitest.sh"
 . "$(dirname "$0")/fronttest.sh"
@@ -46,15 +48,32 @@ rc=$(run report "$dir/a.trace" "$dir/b.trace" "$dir/c.trace" --format json)
 check "a process that ended holds nothing after: its leak is not in the peak" \
 	'[ "$rc" = 0 ] && json "$out" "d[\"peak_bytes\"] == 300 and d[\"peak_t_ns\"] == 30000 and [p[\"at_job_peak_bytes\"] for p in d[\"processes\"]] == [100, 200, 0] and [p[\"live_at_end_bytes\"] for p in d[\"processes\"]] == [0, 0, 50]"'
 
+# ---- the job's timeline: a lane per process under the sum's ----------
+
+# lane COUNT FILE: the lanes of processes; sum_peak FILE: the sum's peak.
+lanes() { grep -c '<g class="lane" ' "$1"; }
+sum_peak() { sed -n 's/.*<g class="lane sum" [^>]*data-peak="\([0-9]*\)".*/\1/p' "$1"; }
+rc=$(run report "$dir/a.trace" "$dir/b.trace" "$dir/c.trace" --format svg -o "$dir/job.svg")
+check "svg: a lane per process, the sum's lane peaks at the peak of the sum" \
+	'[ "$rc" = 0 ] && [ "$(lanes "$dir/job.svg")" = 3 ] && [ "$(sum_peak "$dir/job.svg")" = 300 ] && grep -q "data-pid=\"200\" data-name=\"beta\" data-peak=\"200\"" "$dir/job.svg" && grep -q "peak of the sum 300 B at 0.030 ms" "$dir/job.svg"'
+check "svg: a well-formed document, who held the peak beside it" \
+	'python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$dir/job.svg" && grep -q ">1. 200 beta 66.7%<" "$dir/job.svg" && grep -q ">1. job/b 66.7%<" "$dir/job.svg"'
+rc=$(run report "$dir/a.trace" "$dir/b.trace" --format html -o "$dir/job.html")
+check "html: the picture and the job's summary in one page" \
+	'[ "$rc" = 0 ] && [ "$(lanes "$dir/job.html")" = 2 ] && [ "$(sum_peak "$dir/job.html")" = 300 ] && grep -q "^peak of the sum 300 bytes (300 B) at 0.020 ms" "$dir/job.html" && grep -q "^2 processes" "$dir/job.html"'
+
 # ---- errors -----------------------------------------------------------
 
 sed 's/ start=1000000//' "$dir/a.trace" >"$dir/old.trace"
 rc=$(run report "$dir/old.trace" "$dir/b.trace")
 check "a trace without a start time: exit 1, named" \
 	'[ "$rc" = 1 ] && grep -q "old.trace has no start time in its header" "$err"'
-rc=$(run report "$dir/a.trace" "$dir/b.trace" --format svg)
+rc=$(run report "$dir/a.trace" "$dir/b.trace" --format flamegraph)
 check "several traces with a per-trace format: a usage error" \
-	'[ "$rc" = 2 ] && grep -q "several traces (or a directory) give the job.s summary" "$err"'
+	'[ "$rc" = 2 ] && grep -q "several traces (or a directory) give the job.s summary or timeline: --format text, json, svg or html" "$err"'
+rc=$(run report "$dir/a.trace" "$dir/b.trace" --format svg --at peak)
+check "the job's timeline with --at: a usage error" \
+	'[ "$rc" = 2 ] && grep -q "without --at or --by" "$err"'
 mkdir "$dir/empty"
 echo "not a trace" >"$dir/empty/notes.txt"
 rc=$(run report "$dir/empty")
@@ -78,12 +97,16 @@ else
 	check "the job ran: a trace per process" \
 		'[ $? = 0 ] && [ "$(find "$dir/job" -type f -size +0 | wc -l)" -ge 2 ]'
 	rc=$(run report "$dir/job" --format json)
+	cp "$out" "$out.json"
 	# The shell ends by _exit() before its trace's first write-out: an
 	# empty file, which the report says it leaves out.
 	n=$(find "$dir/job" -type f -size +0 | wc -l)
 	check "the directory's traces, one entry each; the peak is the sum's" \
 		'[ "$rc" = 0 ] && [ "$(grep -c "is empty (its process wrote nothing); left out" "$err")" = "$(find "$dir/job" -type f -size 0 | wc -l)" ] && json "$out" "len(d[\"processes\"]) == $n and sum(p[\"at_job_peak_bytes\"] for p in d[\"processes\"]) == d[\"peak_bytes\"] >= max(p[\"peak_bytes\"] for p in d[\"processes\"])"'
+	rc=$(run report "$dir/job" --format svg -o "$dir/jobt.svg")
+	check "the directory's timeline: a lane per process, the sum's peak is the summary's" \
+		'[ "$rc" = 0 ] && [ "$(lanes "$dir/jobt.svg")" = "$n" ] && json "$out.json" "d[\"peak_bytes\"] == $(sum_peak "$dir/jobt.svg")"'
 	check "the program's owners held the job's peak (its runs do not overlap)" \
-		'json "$out" "{o[\"label\"]: o[\"bytes\"] for o in d[\"peak_owners\"]}.get(\"model/layer2\") == 20000 and sum(p[\"name\"] == \"profprog\" for p in d[\"processes\"]) == 2"'
+		'json "$out.json" "{o[\"label\"]: o[\"bytes\"] for o in d[\"peak_owners\"]}.get(\"model/layer2\") == 20000 and sum(p[\"name\"] == \"profprog\" for p in d[\"processes\"]) == 2"'
 fi
 clitest_done test_report_processes
