@@ -33,7 +33,7 @@
 #include "trace.h"
 
 /* A newer version from the writer must come with its parser here. */
-_Static_assert(TRACE_VERSION == 3, "the reader parses versions 1 to 3");
+_Static_assert(TRACE_VERSION == 4, "the reader parses versions 1 to 4");
 
 /* Call progress every so many lines. */
 #define PROGRESS_LINES (1u << 18)
@@ -622,6 +622,67 @@ static int v3_memory(struct reader *r, struct tok *t)
 	return 0;
 }
 
+/* "c ID FUNCTION FILE": an interpreted function (version 4). */
+static int v4_code(struct reader *r, struct tok *t, uint64_t id)
+{
+	struct trace *tr = r->tr;
+	struct trace_code *c;
+	const char *name;
+
+	if (!sep(t))
+		return fail(r, "expected \"c ID FUNCTION FILE\"");
+	name = t->p;
+	while (t->p < t->end && *t->p != ' ')
+		t->p++;
+	if (t->p == name || !sep(t))
+		return fail(r, "expected \"c ID FUNCTION FILE\"");
+	if (grow((void **)&tr->codes, &tr->ncodes, id + 1, sizeof(*c)))
+		return fail(r, "out of memory");
+	c = &tr->codes[id];
+	free(c->function);
+	free(c->file);
+	c->function = strndup(name, (size_t)(t->p - 1 - name));
+	c->file = strndup(t->p, (size_t)(t->end - t->p));
+	if (!c->function || !c->file)
+		return fail(r, "out of memory");
+	/* The blanks between the fields are not the function's. */
+	c->function[strcspn(c->function, " ")] = '\0';
+	return 0;
+}
+
+/* "p ID PARENT CODE LINE": a stack node of an interpreted frame. */
+static int v4_interp(struct reader *r, struct tok *t, uint64_t id)
+{
+	struct trace *tr = r->tr;
+	struct trace_node *nd;
+	uint64_t parent, code, line;
+
+	if (!(sep(t) && dec(t, &parent) && sep(t) && dec(t, &code) && sep(t) &&
+	      dec(t, &line) && at_end(t)))
+		return fail(r, "expected \"p ID PARENT CODE LINE\"");
+	if (parent >= id)
+		return fail(r,
+			    "stack node %llu names parent %llu, "
+			    "which is not an earlier node",
+			    (unsigned long long)id, (unsigned long long)parent);
+	if (code >= TRACE_MAX_ID || line > UINT32_MAX)
+		return fail(r, "p: code %llu or line %llu out of range",
+			    (unsigned long long)code, (unsigned long long)line);
+	if (grow((void **)&tr->nodes, &tr->nnodes, id + 1, sizeof(*tr->nodes)))
+		return fail(r, "out of memory");
+	nd = &tr->nodes[id];
+	nd->frame = line;
+	nd->code = (uint32_t)code;
+	nd->module = 0;
+	nd->defined = true;
+	nd->parent = (uint32_t)parent;
+	if (parent && (parent >= tr->nnodes || !tr->nodes[parent].defined)) {
+		nd->parent = TRACE_STACK_MISSING;
+		tr->missing_parents++;
+	}
+	return 0;
+}
+
 /* "T ID TID", "S ID ALLOCATOR DEVICE ALIGN", "s ID PARENT FRAME", ... */
 static int v2_declare(struct reader *r, struct tok *t, char op)
 {
@@ -636,6 +697,10 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		return fail(r, "%c id %llu is not between 1 and %u", op,
 			    (unsigned long long)id, TRACE_MAX_ID - 1);
 	switch (op) {
+	case TRACE_DECL_CODE:
+		return v4_code(r, t, id);
+	case TRACE_DECL_INTERP:
+		return v4_interp(r, t, id);
 	case TRACE_DECL_THREAD:
 		if (!(sep(t) && dec(t, &a) && at_end(t)))
 			return fail(r, "expected \"T ID TID\"");
@@ -686,6 +751,7 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 				    (unsigned long long)a);
 		nd = &tr->nodes[id];
 		nd->frame = b;
+		nd->code = 0;
 		nd->defined = true;
 		nd->parent = (uint32_t)a;
 		if (a && (a >= tr->nnodes || !tr->nodes[a].defined)) {
@@ -883,6 +949,11 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	case TRACE_MEMORY:
 		if (r->tr->version >= 3)
 			return v3_memory(r, &t);
+		break;
+	case TRACE_DECL_CODE:
+	case TRACE_DECL_INTERP:
+		if (r->tr->version >= 4)
+			return v2_declare(r, &t, op);
 		break;
 	}
 	return fail(r, "unknown record \"%.*s\"", len < 20 ? (int)len : 20,
@@ -1269,6 +1340,13 @@ void trace_free(struct trace *tr)
 	for (size_t i = 0; i < tr->nmodules; i++)
 		free(tr->modules[i].path);
 	free(tr->modules);
+	for (size_t i = 0; i < tr->ncodes; i++) {
+		free(tr->codes[i].function);
+		free(tr->codes[i].file);
+	}
+	free(tr->codes);
+	tr->codes = NULL;
+	tr->ncodes = 0;
 	free(tr->mem);
 	tr->mem = NULL;
 	tr->nmem = tr->memcap = 0;

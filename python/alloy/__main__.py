@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""python3 -m alloy [--conf CONF] [--torch] [--no-numpy]
+"""python3 -m alloy [--conf CONF] [--torch] [--no-numpy] [--leaks]
                    (SCRIPT | - | -m MODULE | -c CODE) [ARGS...]
 
 Run an unmodified Python program with NumPy's arrays (and, with --torch,
 PyTorch's CPU tensors) on alloy.  ALLOY_CONF (or --conf, added to it)
 picks the backend and the reporter: report:stderr prints the table at
 exit, trace:FILE writes the event trace.  `-` reads the program from
-standard input.
+standard input.  --leaks records each block's call stack and, at exit,
+lists the blocks the program made and still holds, by Python line.
 
 The interpreter is started once more first, with
 GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384: a library loaded
@@ -34,7 +35,7 @@ def fail(message, code=2):
 
 def parse(argv):
     """(options, kind, target, args) from the command line."""
-    opts = {"conf": [], "torch": False, "numpy": True}
+    opts = {"conf": [], "torch": False, "numpy": True, "leaks": False}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -53,6 +54,8 @@ def parse(argv):
             opts["torch"] = True
         elif a == "--no-numpy":
             opts["numpy"] = False
+        elif a == "--leaks":
+            opts["leaks"] = True
         elif a in ("-m", "-c"):
             if i + 1 == len(argv):
                 fail("%s needs a value\n%s" % (a, USAGE))
@@ -163,13 +166,14 @@ def put_child_on_alloy(what):
 
 
 def run_program(kind, target, args):
+    """Run it; its globals, which hold what it made."""
     if kind == "script":
         sys.argv = [target] + args
         sys.path[0] = os.path.dirname(os.path.abspath(target))
-        runpy.run_path(target, run_name="__main__")
+        return runpy.run_path(target, run_name="__main__")
     elif kind == "-m":
         sys.argv = [target] + args
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        return runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
         if kind == "stdin":
             sys.argv = ["-"] + args
@@ -178,14 +182,43 @@ def run_program(kind, target, args):
         else:
             sys.argv = ["-c"] + args
             code = compile(target, "<string>", "exec")
-        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+        g = {"__name__": "__main__", "__builtins__": __builtins__}
+        exec(code, g)
+        return g
+
+
+def leaks_at_exit(mark, out=None):
+    """Print what the program made since mark and still holds, by line."""
+    import alloy
+    out = out or sys.stderr
+    rows = alloy.leaks(since=mark, top=20)
+    out.write("python3 -m alloy --leaks: blocks the program made and still "
+              "holds at exit, by Python line (%d lines)\n" % len(rows))
+    out.write("%14s %9s  %s\n" % ("bytes", "blocks", "line"))
+    for r in rows:
+        where = ("(no Python frame)" if r["function"] is None else
+                 "%s:%d %s" % (r["file"], r["line"], r["function"]))
+        out.write("%14d %9d  %s\n" % (r["bytes"], r["blocks"], where))
+    out.flush()
+
+
+def start_leaks():
+    """Record stacks from now on and mark the program's start."""
+    import alloy
+    if not alloy.reporter_enabled():
+        alloy.reporter_enable()
+    try:
+        alloy.set_backtrace(True)
+    except RuntimeError as e:
+        fail("--leaks: %s" % e, 1)
+    return alloy.mark()
 
 
 def run(kind, target, args):
     """Run the program; an exception it lets out is printed from its own
     first frame on, as Python prints it, and the exit status is 1."""
     try:
-        run_program(kind, target, args)
+        return run_program(kind, target, args)
     except (SystemExit, KeyboardInterrupt):
         raise
     except BaseException as e:
@@ -213,7 +246,15 @@ def main():
         reexec_with_static_tls()
     put_on_alloy(opts)
     cover_children(opts)
-    run(kind, target, args)
+    if not opts["leaks"]:
+        run(kind, target, args)
+        return
+    # Listed while the program's globals (what it holds) are still alive.
+    mark = start_leaks()
+    try:
+        program_globals = run(kind, target, args)  # noqa: F841
+    finally:
+        leaks_at_exit(mark)
 
 
 if __name__ == "__main__":
