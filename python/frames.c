@@ -64,9 +64,9 @@
 
 #ifdef ALLOY_PY_FRAMES
 
-#define MAX_CODES  (1u << 20)	      /* code objects interned at most */
-#define SLOTS	   (2 * MAX_CODES)    /* the hash index: ids, 0 empty */
-#define NAME_MAX_B 255		      /* bytes of a name or file kept */
+#define MAX_CODES  (1u << 20)	   /* code objects interned at most */
+#define SLOTS	   (2 * MAX_CODES) /* the hash index: ids, 0 empty */
+#define NAME_MAX_B 255		   /* bytes of a name or file kept */
 #define FILE_MAX_B 1024
 #define SPINS	   (1 << 16)
 #define CHUNK	   (1u << 20) /* bytes of strings per mmap */
@@ -84,7 +84,7 @@ struct code {
 static struct {
 	bool ready;
 	atomic_flag lock;
-	_Atomic uint32_t n; /* ids 1..n are valid */
+	_Atomic uint32_t n;  /* ids 1..n are valid */
 	struct code **codes; /* by id - 1 */
 	_Atomic uint32_t *slot;
 	char *chunk; /* bump allocation */
@@ -141,7 +141,10 @@ static const char *copy_str(PyObject *s, size_t max)
 	p = out;
 	for (Py_ssize_t i = 0; i < len; i++) {
 		Py_UCS4 c = PyUnicode_READ(kind, data, i);
-		size_t need = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+		size_t need = c < 0x80	    ? 1
+			      : c < 0x800   ? 2
+			      : c < 0x10000 ? 3
+					    : 4;
 
 		if ((size_t)(p - out) + need > max)
 			break;
@@ -241,8 +244,7 @@ static uint32_t intern(PyCodeObject *co, bool held)
 		}
 		i = (i + 1) & (SLOTS - 1);
 	}
-	while (atomic_flag_test_and_set_explicit(&F.lock,
-						 memory_order_acquire))
+	while (atomic_flag_test_and_set_explicit(&F.lock, memory_order_acquire))
 		if (++spins == SPINS)
 			return 1;
 	/* Again under the lock: another thread may have added it. */
@@ -259,21 +261,22 @@ static uint32_t intern(PyCodeObject *co, bool held)
 	return id ? id : 1;
 }
 
-/* This thread's state, and whether it holds the GIL; NULL: none. */
+/*
+ * This thread's state, and whether it holds the GIL; NULL: none.  The
+ * state CPython keeps under its thread-specific key first, so that no
+ * other thread's state (which its thread may be freeing) is read unless
+ * this thread has none there (a thread of a subinterpreter).
+ */
 static PyThreadState *this_thread(bool *held)
 {
 	PyThreadState *gil = _PyRuntimeState_GetThreadState(&_PyRuntime);
-	PyThreadState *ts;
+	PyThreadState *ts = NULL;
 
-	*held = false;
-	if (gil && gil->thread_id == PyThread_get_thread_ident()) {
-		*held = true;
-		return gil;
-	}
-	/* The key CPython keeps each thread's state in. */
-	if (!_PyRuntime.gilstate.autoTSSkey._is_initialized)
-		return NULL;
-	ts = PyThread_tss_get(&_PyRuntime.gilstate.autoTSSkey);
+	if (_PyRuntime.gilstate.autoTSSkey._is_initialized)
+		ts = PyThread_tss_get(&_PyRuntime.gilstate.autoTSSkey);
+	if (!ts && gil && gil->thread_id == PyThread_get_thread_ident())
+		ts = gil;
+	*held = ts && ts == gil;
 	return ts;
 }
 
@@ -284,7 +287,9 @@ static int capture(uint64_t *keys, int max)
 	bool held;
 	int n = 0;
 
-	if (!F.ready || _PyRuntimeState_GetFinalizing(&_PyRuntime))
+	/* Finalizing, thread states are freed: native stacks only. */
+	if (!F.ready || !_PyRuntime.initialized ||
+	    _PyRuntimeState_GetFinalizing(&_PyRuntime))
 		return 0;
 	ts = this_thread(&held);
 	if (!ts || !ts->cframe)
@@ -299,8 +304,7 @@ static int capture(uint64_t *keys, int max)
 		off = f->prev_instr - _PyCode_CODE(co);
 		if (off < 0)
 			off = 0;
-		keys[n++] = (uint64_t)intern(co, held) << 32 |
-			    (uint32_t)off |
+		keys[n++] = (uint64_t)intern(co, held) << 32 | (uint32_t)off |
 			    (f->is_entry ? ALLOY_REPORTER_FRAME_ENTRY : 0);
 	}
 	return n;

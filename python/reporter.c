@@ -348,8 +348,9 @@ static PyObject *py_leaks(PyObject *self, PyObject *args)
 	if (!alloy_reporter_enabled()) {
 		PyErr_SetString(PyExc_RuntimeError,
 				"alloy: the reporter is off, so no block is "
-				"recorded: turn it on first (ALLOY_CONF="
-				"backtrace:1 or alloy.reporter_enable())");
+				"recorded: turn it on first (alloy."
+				"reporter_enable(), or a report:, trace: or "
+				"log: setting in ALLOY_CONF)");
 		return NULL;
 	}
 	out = PyMem_RawCalloc((size_t)top, sizeof(*out));

@@ -31,8 +31,9 @@ int alloy_reporter_set_frame_source(
 	ALLOY_ENFORCE(!src || (src->size >= sizeof(*src) && src->capture &&
 			       src->describe &&
 			       src->eval_start < src->eval_end),
-		      -EINVAL, "a frame source needs capture, describe and "
-			       "the evaluation loop's address range");
+		      -EINVAL,
+		      "a frame source needs capture, describe and "
+		      "the evaluation loop's address range");
 	atomic_store_explicit(&source, src, memory_order_release);
 	return 0;
 }
@@ -43,8 +44,7 @@ static bool in_loop(const struct alloy_reporter_frame_source *s, uintptr_t pc)
 	return pc - 1 >= s->eval_start && pc - 1 < s->eval_end;
 }
 
-int alloy__rep_frames_merge(const uintptr_t *in, int n, uintptr_t *out,
-			    int max)
+int alloy__rep_frames_merge(const uintptr_t *in, int n, uintptr_t *out, int max)
 {
 	const struct alloy_reporter_frame_source *s =
 		atomic_load_explicit(&source, memory_order_acquire);
@@ -64,9 +64,10 @@ int alloy__rep_frames_merge(const uintptr_t *in, int n, uintptr_t *out,
 			while (k < nk && o < max) {
 				uint64_t key = keys[k++];
 
-				out[o++] = REP_FRAME_INTERP |
-					   (uintptr_t)(key &
-						       ~ALLOY_REPORTER_FRAME_ENTRY);
+				out[o++] =
+					REP_FRAME_INTERP |
+					(uintptr_t)(key &
+						    ~ALLOY_REPORTER_FRAME_ENTRY);
 				if (key & ALLOY_REPORTER_FRAME_ENTRY)
 					break;
 			}
