@@ -42,9 +42,9 @@ static const char numpy_script[] = "import sys, time, alloy\n"
 				   "    return float(x.sum())\n"
 				   "n = int(sys.argv[1]); x = np.ones(256)\n"
 				   "for _ in range(n // 10): step(x)\n"
-				   "t = time.perf_counter()\n"
+				   "t = time.process_time()\n"
 				   "for _ in range(n): step(x)\n"
-				   "print(n / (time.perf_counter() - t))\n";
+				   "print(n / (time.process_time() - t))\n";
 
 static const char object_script[] =
 	"import sys, time, alloy\n"
@@ -54,9 +54,9 @@ static const char object_script[] =
 	"    return [record(i) for i in range(n)]\n"
 	"n = int(sys.argv[1])\n"
 	"for _ in range(n // 10): batch(100)\n"
-	"t = time.perf_counter()\n"
+	"t = time.process_time()\n"
 	"for _ in range(n): batch(100)\n"
-	"print(n / (time.perf_counter() - t))\n";
+	"print(n / (time.process_time() - t))\n";
 
 /* The build's python/stage near the command at self; false if none. */
 static bool find_stage(const char *self, char *out, size_t len)
@@ -139,8 +139,10 @@ struct pyload {
 static int pyload_run(const struct bench_opts *opts, const char *self,
 		      const char *stage, const struct pyload *w)
 {
-	static const char *const conf[2] = { "backtrace:1,python_frames:0",
-					     "backtrace:1,python_frames:1" };
+	static const char *const conf[2] = {
+		"backtrace:1,report:/dev/null,leaks:off,python_frames:0",
+		"backtrace:1,report:/dev/null,leaks:off,python_frames:1"
+	};
 	double rate[2][PYROUNDS], ratio[PYROUNDS], best[2] = { 0 };
 	int rounds = opts->quick ? 1 : PYROUNDS;
 	char metric[128];
