@@ -622,6 +622,39 @@ static int v3_memory(struct reader *r, struct tok *t)
 	return 0;
 }
 
+/*
+ * The node id of a stack ("s" or "p" record) under parent, made; NULL
+ * after an error.  Parents come first, so no walk up the tree can loop;
+ * one never declared is counted and marked missing.
+ */
+static struct trace_node *node_new(struct reader *r, uint64_t id,
+				   uint64_t parent)
+{
+	struct trace *tr = r->tr;
+	struct trace_node *nd;
+
+	if (grow((void **)&tr->nodes, &tr->nnodes, id + 1,
+		 sizeof(*tr->nodes))) {
+		fail(r, "out of memory");
+		return NULL;
+	}
+	if (parent >= id) {
+		fail(r,
+		     "stack node %llu names parent %llu, "
+		     "which is not an earlier node",
+		     (unsigned long long)id, (unsigned long long)parent);
+		return NULL;
+	}
+	nd = &tr->nodes[id];
+	*nd = (struct trace_node){ .defined = true,
+				   .parent = (uint32_t)parent };
+	if (parent && (parent >= tr->nnodes || !tr->nodes[parent].defined)) {
+		nd->parent = TRACE_STACK_MISSING;
+		tr->missing_parents++;
+	}
+	return nd;
+}
+
 /* "c ID FUNCTION FILE": an interpreted function (version 4). */
 static int v4_code(struct reader *r, struct tok *t, uint64_t id)
 {
@@ -653,33 +686,20 @@ static int v4_code(struct reader *r, struct tok *t, uint64_t id)
 /* "p ID PARENT CODE LINE": a stack node of an interpreted frame. */
 static int v4_interp(struct reader *r, struct tok *t, uint64_t id)
 {
-	struct trace *tr = r->tr;
 	struct trace_node *nd;
 	uint64_t parent, code, line;
 
 	if (!(sep(t) && dec(t, &parent) && sep(t) && dec(t, &code) && sep(t) &&
 	      dec(t, &line) && at_end(t)))
 		return fail(r, "expected \"p ID PARENT CODE LINE\"");
-	if (parent >= id)
-		return fail(r,
-			    "stack node %llu names parent %llu, "
-			    "which is not an earlier node",
-			    (unsigned long long)id, (unsigned long long)parent);
 	if (code >= TRACE_MAX_ID || line > UINT32_MAX)
 		return fail(r, "p: code %llu or line %llu out of range",
 			    (unsigned long long)code, (unsigned long long)line);
-	if (grow((void **)&tr->nodes, &tr->nnodes, id + 1, sizeof(*tr->nodes)))
-		return fail(r, "out of memory");
-	nd = &tr->nodes[id];
+	nd = node_new(r, id, parent);
+	if (!nd)
+		return -1;
 	nd->frame = line;
 	nd->code = (uint32_t)code;
-	nd->module = 0;
-	nd->defined = true;
-	nd->parent = (uint32_t)parent;
-	if (parent && (parent >= tr->nnodes || !tr->nodes[parent].defined)) {
-		nd->parent = TRACE_STACK_MISSING;
-		tr->missing_parents++;
-	}
 	return 0;
 }
 
@@ -739,25 +759,10 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		if (!(sep(t) && dec(t, &a) && sep(t) && hex(t, &b) &&
 		      at_end(t)))
 			return fail(r, "expected \"s ID PARENT FRAME\"");
-		if (grow((void **)&tr->nodes, &tr->nnodes, id + 1,
-			 sizeof(*tr->nodes)))
-			return fail(r, "out of memory");
-		/* Parents come first, so no walk up the tree can loop. */
-		if (a >= id)
-			return fail(r,
-				    "stack node %llu names parent %llu, "
-				    "which is not an earlier node",
-				    (unsigned long long)id,
-				    (unsigned long long)a);
-		nd = &tr->nodes[id];
+		nd = node_new(r, id, a);
+		if (!nd)
+			return -1;
 		nd->frame = b;
-		nd->code = 0;
-		nd->defined = true;
-		nd->parent = (uint32_t)a;
-		if (a && (a >= tr->nnodes || !tr->nodes[a].defined)) {
-			nd->parent = TRACE_STACK_MISSING;
-			tr->missing_parents++;
-		}
 		/* The object that held the frame then: the newest one. */
 		nd->module = 0;
 		for (size_t i = tr->nmodules; i-- > 0;)
