@@ -61,16 +61,17 @@ static const char object_script[] =
 /* The build's python/stage near the command at self; false if none. */
 static bool find_stage(const char *self, char *out, size_t len)
 {
-	char dir[4096];
-	const char *tries[] = { "%s/python/stage", "%s/../python/stage" };
+	static const char *const up[] = { "", "/.." };
+	char dir[4096], probe[8300];
 
 	snprintf(dir, sizeof(dir), "%s", self);
 	dirname(dir);
 	for (size_t i = 0; i < 2; i++) {
-		char probe[4200];
-
-		snprintf(out, len, tries[i], dir);
-		snprintf(probe, sizeof(probe), "%s/alloy/__init__.py", out);
+		if (snprintf(probe, sizeof(probe), "%s%s/python/stage", dir,
+			     up[i]) >= (int)len)
+			continue;
+		memcpy(out, probe, strlen(probe) + 1);
+		strcat(probe, "/alloy/__init__.py");
 		if (!access(probe, R_OK))
 			return true;
 	}
@@ -81,7 +82,7 @@ static bool find_stage(const char *self, char *out, size_t len)
 static double one_run(const char *self, const char *stage, const char *conf,
 		      const char *script, long iters)
 {
-	char n[32], pypath[4200], buf[128];
+	char n[32], pypath[8300], buf[128];
 	char *argv[] = { (char *)self, "run",	       "--conf",
 			 (char *)conf, "--",	       PYTHON,
 			 "-c",	       (char *)script, n,
@@ -184,7 +185,7 @@ int bench_profiler_python(const struct bench_opts *opts)
 		{ "Python object-heavy (backtrace:1, PYTHONMALLOC=malloc)",
 		  object_script, 2000 },
 	};
-	char self[4096], stage[4200];
+	char self[4096], stage[8192];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (len <= 0)
