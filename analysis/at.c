@@ -264,7 +264,9 @@ static void json_frame(FILE *out, const struct report_ctx *c, uint32_t id)
 	else
 		fprintf(out, "null");
 	fprintf(out, ", \"address\": \"%#llx\"",
-		(unsigned long long)c->tr->nodes[id].frame);
+		(unsigned long long)(c->tr->nodes[id].code
+					     ? 0
+					     : c->tr->nodes[id].frame));
 	if (f->module)
 		fprintf(out, ", \"module_address\": \"%#llx\"",
 			(unsigned long long)f->addr);

@@ -287,7 +287,7 @@ static int make_location(struct build *b, uint32_t id)
 		l->id = id;
 		l->mapping_id = nd->module;
 		/* The call, one byte back, as the report names it. */
-		l->address = nd->frame > 1 ? nd->frame - 1 : 0;
+		l->address = !nd->code && nd->frame > 1 ? nd->frame - 1 : 0;
 		ln->function_id = function_id(b, sname, sfile);
 		if (!ln->function_id)
 			return -ENOMEM;

@@ -23,6 +23,8 @@
  *
  * Return addresses are looked up one byte back: the call instruction,
  * which may be the last of its function (a call to a noreturn function).
+ * An interpreted frame (version 4) is named by the trace itself: its
+ * function and file from a "c" record, its line from its node.
  */
 #include <elf.h>
 #include <errno.h>
@@ -571,6 +573,17 @@ void symbols_resolve(struct symbols *s, const uint32_t *stacks, size_t n)
 			uint64_t va;
 
 			s->done[id] = true;
+			if (nd->code) { /* interpreted: named by the trace */
+				const struct trace_code *c =
+					nd->code < tr->ncodes
+						? &tr->codes[nd->code]
+						: NULL;
+
+				f->func = c && c->function ? c->function : "?";
+				f->file = c ? c->file : NULL;
+				f->line = (unsigned)nd->frame;
+				continue;
+			}
 			if (!nd->module || nd->frame <= 1)
 				continue;
 			m = &tr->modules[nd->module - 1];
@@ -638,7 +651,7 @@ const char *symbols_func(struct symbols *s, uint32_t id, char *buf, size_t len)
 	if (!trace_stack_known(id))
 		return symbols_no_stack(id);
 	frame = s->tr->nodes[id].frame;
-	if (frame == 1)
+	if (frame == 1 && !s->tr->nodes[id].code)
 		snprintf(buf, len, "[more frames]");
 	else if (f->func)
 		snprintf(buf, len, "%s", f->func);

@@ -34,7 +34,7 @@
 #include "trace.h"
 
 /* A newer version from the writer must come with its parser here. */
-_Static_assert(TRACE_VERSION == 3, "the reader parses versions 1 to 3");
+_Static_assert(TRACE_VERSION == 4, "the reader parses versions 1 to 4");
 
 /* Call progress every so many lines. */
 #define PROGRESS_LINES (1u << 18)
@@ -689,6 +689,87 @@ static int v3_memory(struct reader *r, struct tok *t)
 	return 0;
 }
 
+/*
+ * The node id of a stack ("s" or "p" record) under parent, made; NULL
+ * after an error.  Parents come first, so no walk up the tree can loop;
+ * one never declared is counted and marked missing.
+ */
+static struct trace_node *node_new(struct reader *r, uint64_t id,
+				   uint64_t parent)
+{
+	struct trace *tr = r->tr;
+	struct trace_node *nd;
+
+	if (grow((void **)&tr->nodes, &tr->nnodes, id + 1,
+		 sizeof(*tr->nodes))) {
+		fail(r, "out of memory");
+		return NULL;
+	}
+	if (parent >= id) {
+		fail(r,
+		     "stack node %llu names parent %llu, "
+		     "which is not an earlier node",
+		     (unsigned long long)id, (unsigned long long)parent);
+		return NULL;
+	}
+	nd = &tr->nodes[id];
+	*nd = (struct trace_node){ .defined = true,
+				   .parent = (uint32_t)parent };
+	if (parent && (parent >= tr->nnodes || !tr->nodes[parent].defined)) {
+		nd->parent = TRACE_STACK_MISSING;
+		tr->missing_parents++;
+	}
+	return nd;
+}
+
+/* "c ID FUNCTION FILE": an interpreted function (version 4). */
+static int v4_code(struct reader *r, struct tok *t, uint64_t id)
+{
+	struct trace *tr = r->tr;
+	struct trace_code *c;
+	const char *name;
+
+	if (!sep(t))
+		return fail(r, "expected \"c ID FUNCTION FILE\"");
+	name = t->p;
+	while (t->p < t->end && *t->p != ' ')
+		t->p++;
+	if (t->p == name || !sep(t))
+		return fail(r, "expected \"c ID FUNCTION FILE\"");
+	if (grow((void **)&tr->codes, &tr->ncodes, id + 1, sizeof(*c)))
+		return fail(r, "out of memory");
+	c = &tr->codes[id];
+	free(c->function);
+	free(c->file);
+	c->function = strndup(name, (size_t)(t->p - 1 - name));
+	c->file = strndup(t->p, (size_t)(t->end - t->p));
+	if (!c->function || !c->file)
+		return fail(r, "out of memory");
+	/* The blanks between the fields are not the function's. */
+	c->function[strcspn(c->function, " ")] = '\0';
+	return 0;
+}
+
+/* "p ID PARENT CODE LINE": a stack node of an interpreted frame. */
+static int v4_interp(struct reader *r, struct tok *t, uint64_t id)
+{
+	struct trace_node *nd;
+	uint64_t parent, code, line;
+
+	if (!(sep(t) && dec(t, &parent) && sep(t) && dec(t, &code) && sep(t) &&
+	      dec(t, &line) && at_end(t)))
+		return fail(r, "expected \"p ID PARENT CODE LINE\"");
+	if (code >= TRACE_MAX_ID || line > UINT32_MAX)
+		return fail(r, "p: code %llu or line %llu out of range",
+			    (unsigned long long)code, (unsigned long long)line);
+	nd = node_new(r, id, parent);
+	if (!nd)
+		return -1;
+	nd->frame = line;
+	nd->code = (uint32_t)code;
+	return 0;
+}
+
 /* "T ID TID", "S ID ALLOCATOR DEVICE ALIGN", "s ID PARENT FRAME", ... */
 static int v2_declare(struct reader *r, struct tok *t, char op)
 {
@@ -703,6 +784,10 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		return fail(r, "%c id %llu is not between 1 and %u", op,
 			    (unsigned long long)id, TRACE_MAX_ID - 1);
 	switch (op) {
+	case TRACE_DECL_CODE:
+		return v4_code(r, t, id);
+	case TRACE_DECL_INTERP:
+		return v4_interp(r, t, id);
 	case TRACE_DECL_THREAD:
 		if (!(sep(t) && dec(t, &a) && at_end(t)))
 			return fail(r, "expected \"T ID TID\"");
@@ -741,24 +826,10 @@ static int v2_declare(struct reader *r, struct tok *t, char op)
 		if (!(sep(t) && dec(t, &a) && sep(t) && hex(t, &b) &&
 		      at_end(t)))
 			return fail(r, "expected \"s ID PARENT FRAME\"");
-		if (grow((void **)&tr->nodes, &tr->nnodes, id + 1,
-			 sizeof(*tr->nodes)))
-			return fail(r, "out of memory");
-		/* Parents come first, so no walk up the tree can loop. */
-		if (a >= id)
-			return fail(r,
-				    "stack node %llu names parent %llu, "
-				    "which is not an earlier node",
-				    (unsigned long long)id,
-				    (unsigned long long)a);
-		nd = &tr->nodes[id];
+		nd = node_new(r, id, a);
+		if (!nd)
+			return -1;
 		nd->frame = b;
-		nd->defined = true;
-		nd->parent = (uint32_t)a;
-		if (a && (a >= tr->nnodes || !tr->nodes[a].defined)) {
-			nd->parent = TRACE_STACK_MISSING;
-			tr->missing_parents++;
-		}
 		/* The object that held the frame then: the newest one. */
 		nd->module = 0;
 		for (size_t i = tr->nmodules; i-- > 0;)
@@ -950,6 +1021,11 @@ static int parse_line(struct reader *r, const char *line, size_t len)
 	case TRACE_MEMORY:
 		if (r->tr->version >= 3)
 			return v3_memory(r, &t);
+		break;
+	case TRACE_DECL_CODE:
+	case TRACE_DECL_INTERP:
+		if (r->tr->version >= 4)
+			return v2_declare(r, &t, op);
 		break;
 	}
 	return fail(r, "unknown record \"%.*s\"", len < 20 ? (int)len : 20,
@@ -1336,6 +1412,13 @@ void trace_free(struct trace *tr)
 	for (size_t i = 0; i < tr->nmodules; i++)
 		free(tr->modules[i].path);
 	free(tr->modules);
+	for (size_t i = 0; i < tr->ncodes; i++) {
+		free(tr->codes[i].function);
+		free(tr->codes[i].file);
+	}
+	free(tr->codes);
+	tr->codes = NULL;
+	tr->ncodes = 0;
 	free(tr->mem);
 	free(tr->sum);
 	tr->sum = NULL;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * analysis/trace.h - reading alloy traces (docs/TRACE-FORMAT.md, versions 1
- * and 2), summing them up and replaying them against an allocator.
+ * to 4), summing them up and replaying them against an allocator.
  */
 #ifndef ALLOY_ANALYSIS_TRACE_H
 #define ALLOY_ANALYSIS_TRACE_H
@@ -60,10 +60,16 @@ struct trace_module {
  * held the frame when the node was declared, 0 when none did.
  */
 struct trace_node {
-	uint64_t frame;
+	uint64_t frame;	 /* an interpreted frame's ("p" records): its line */
 	uint32_t parent; /* 0: outermost; TRACE_STACK_MISSING: not declared */
 	uint32_t module;
+	uint32_t code; /* an interpreted frame: its function's id, else 0 */
 	bool defined;
+};
+
+/* An interpreted function ("c" records, version 4). */
+struct trace_code {
+	char *function, *file; /* NULL: never declared */
 };
 
 /* A sample of the process's memory ("r" records, version 3). */
@@ -103,6 +109,8 @@ struct trace {
 	size_t nowners;
 	struct trace_module *modules;
 	size_t nmodules;
+	struct trace_code *codes; /* by id; codes[0] unused */
+	size_t ncodes;
 	/* Resident memory samples, in time order, and their highest. */
 	struct trace_mem *mem;
 	size_t nmem, memcap;

@@ -91,6 +91,13 @@ static inline enum bench_verdict bench_verdict(bool cond)
  */
 void bench_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * alloy bench profiler's Python cases (bench_pyframes.c): stacks with
+ * Python's frames against stacks without; 0 (a case that cannot run is
+ * skipped, said so).
+ */
+int bench_profiler_python(const struct bench_opts *opts);
+
 /* Monotonic time in nanoseconds. */
 double bench_now_ns(void);
 

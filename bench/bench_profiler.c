@@ -12,6 +12,8 @@
  *    malloc-heavy program (a dictionary of strings through the plain
  *    pointer API, two allocations and two frees a step), in alternating
  *    rounds, each ratio the median of ratios measured back to back;
+ *  - Python's frames in the stacks against native stacks only, on a
+ *    NumPy-heavy and an object-heavy script (bench_pyframes.c);
  *  - the trace's bytes per event in the steady state of that program;
  *  - `alloy report --at peak` on a trace of ten million events, run as a
  *    separate process: its elapsed and its CPU time;
@@ -714,6 +716,8 @@ static int run_profiler(const struct bench_opts *opts)
 		rc = throughput(&small);
 	if (!rc)
 		rc = throughput(&strings);
+	if (!rc)
+		rc = bench_profiler_python(opts);
 	if (!rc) {
 		dict_clear();
 		rc = trace_size(opts);

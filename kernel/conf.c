@@ -81,6 +81,8 @@ static const struct conf_key keys[] = {
 	  "event trace file (docs/TRACE-FORMAT.md)" },
 	{ "backtrace", KEY_BOOL, "false", VAL(backtrace), NULL,
 	  "record each block's call stack: leak sites, the at-peak report" },
+	{ "python_frames", KEY_BOOL, "true", VAL(python_frames), NULL,
+	  "with backtrace, the interpreter's frames in place of its evaluation loop" },
 	{ "unwinder", KEY_ENUM, "tables", STR(unwinder), "tables|libunwind",
 	  "call stacks: alloy's walk of the unwind tables, or libunwind's" },
 	{ "leaks", KEY_ENUM, "full", STR(leaks), "full|summary|off",

@@ -40,8 +40,9 @@ struct alloy__conf {
 	char log[ALLOY_CONF_PATH_MAX];
 	char trace[ALLOY_CONF_PATH_MAX];
 	bool backtrace;
-	char unwinder[10]; /* tables or libunwind (kernel/unwind.c) */
-	char leaks[8];	   /* full, summary or off */
+	bool python_frames; /* an interpreter's frames in stacks (reporter) */
+	char unwinder[10];  /* tables or libunwind (kernel/unwind.c) */
+	char leaks[8];	    /* full, summary or off */
 	/*
 	 * The process whose report, trace and log take their paths as
 	 * given; any other that inherits the configuration writes PATH.PID

@@ -5,6 +5,7 @@
  */
 #include "common.h" /* Python.h first, as Python asks */
 #include "module.h"
+#include "frames.h"
 
 /* ---- the module ------------------------------------------------------ */
 
@@ -53,6 +54,8 @@ PyMODINIT_FUNC PyInit__alloy(void)
 
 	if (!m)
 		return NULL;
+	/* Python's frames in the stacks, where this interpreter allows. */
+	(void)alloy__py_frames_init();
 	if (add_methods(m, alloy__py_registry_methods) ||
 	    add_methods(m, alloy__py_reporter_methods) ||
 	    add_methods(m, alloy__py_tensor_methods) ||

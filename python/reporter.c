@@ -298,7 +298,88 @@ static PyObject *py_owner_current(PyObject *self, PyObject *noargs)
 	return PyUnicode_FromString(path);
 }
 
+static PyObject *py_mark(PyObject *self, PyObject *noargs)
+{
+	if (alloy__py_ready())
+		return NULL;
+	return PyLong_FromUnsignedLongLong(alloy_reporter_mark());
+}
+
+/* One group of _leaks(): its sums and its Python frames, innermost first. */
+static PyObject *line_dict(const struct alloy_reporter_line *l)
+{
+	PyObject *stack = PyList_New(0), *d;
+
+	for (uint32_t i = 0; stack && i < l->nframes; i++) {
+		const struct alloy_reporter_frame_info *f = &l->frames[i];
+		PyObject *t = Py_BuildValue("(sIs)", f->file ? f->file : "?",
+					    (unsigned)f->line, f->function);
+
+		if (!t || PyList_Append(stack, t))
+			Py_CLEAR(stack);
+		Py_XDECREF(t);
+	}
+	if (!stack)
+		return NULL;
+	d = Py_BuildValue("{s:K,s:K,s:O}", "bytes",
+			  (unsigned long long)l->bytes, "blocks",
+			  (unsigned long long)l->blocks, "stack", stack);
+	Py_DECREF(stack);
+	return d;
+}
+
+static PyObject *py_leaks(PyObject *self, PyObject *args)
+{
+	unsigned long long since;
+	Py_ssize_t top;
+	struct alloy_reporter_line *out;
+	PyObject *list;
+	int n;
+
+	if (!PyArg_ParseTuple(args, "Kn", &since, &top))
+		return NULL;
+	if (top < 1 || top > 100000) {
+		PyErr_SetString(PyExc_ValueError,
+				"top must be between 1 and 100000");
+		return NULL;
+	}
+	if (alloy__py_ready())
+		return NULL;
+	if (!alloy_reporter_enabled()) {
+		PyErr_SetString(PyExc_RuntimeError,
+				"alloy: the reporter is off, so no block is "
+				"recorded: turn it on first (alloy."
+				"reporter_enable(), or a report:, trace: or "
+				"log: setting in ALLOY_CONF)");
+		return NULL;
+	}
+	out = PyMem_RawCalloc((size_t)top, sizeof(*out));
+	if (!out)
+		return PyErr_NoMemory();
+	Py_BEGIN_ALLOW_THREADS n =
+		alloy_reporter_live_since(since, out, (size_t)top);
+	Py_END_ALLOW_THREADS if (n < 0)
+	{
+		PyMem_RawFree(out);
+		return alloy__py_raise(NULL, n);
+	}
+	list = PyList_New(0);
+	for (int i = 0; list && i < n && i < top; i++) {
+		PyObject *d = line_dict(&out[i]);
+
+		if (!d || PyList_Append(list, d))
+			Py_CLEAR(list);
+		Py_XDECREF(d);
+	}
+	PyMem_RawFree(out);
+	return list;
+}
+
 PyMethodDef alloy__py_reporter_methods[] = {
+	{ "mark", py_mark, METH_NOARGS,
+	  "mark() -> a point in the run: leaks(since=mark) lists what was made after it" },
+	{ "_leaks", py_leaks, METH_VARARGS,
+	  "_leaks(since, top) -> blocks made since the mark and live now, by their Python frames (alloy.leaks)" },
 	{ "snapshot", py_snapshot, METH_NOARGS,
 	  "snapshot() -> {'enabled', 'total', 'allocators': {name: {device: counts}}, ...}" },
 	{ "reset_peaks", py_reset_peaks, METH_NOARGS,

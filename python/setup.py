@@ -65,7 +65,7 @@ common = dict(include_dirs=include_dirs, library_dirs=library_dirs,
               runtime_library_dirs=[libdir], libraries=["alloy"],
               define_macros=macros, extra_compile_args=["-std=c11"])
 sources = ["common.c", "module.c", "registry.c", "reporter.c", "tensor.c",
-           "torch.c", "cuda.c", "pymem.c"]
+           "torch.c", "cuda.c", "pymem.c", "frames.c"]
 extensions = [Extension("alloy._alloy", sources, **common)]
 try:
     import numpy

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "kernel/arena.h"
 #include "ptrtable.h"
 #include "trace_format.h"
 
@@ -236,6 +237,82 @@ static uint32_t declare_series(const struct rep_entry *e, uint32_t align)
 	return id;
 }
 
+/*
+ * Interpreted functions ("c" records) written in this generation: their
+ * generation by code id, in chunks made on first use.  An id past the
+ * chunks is declared again at each node that names it (readers take the
+ * last declaration).
+ */
+#define CODE_CHUNK  1024
+#define CODE_CHUNKS 1024
+static uint32_t *code_gen[CODE_CHUNKS];
+
+static bool code_declared(uint32_t code)
+{
+	uint32_t c = code / CODE_CHUNK;
+
+	if (c >= CODE_CHUNKS)
+		return false;
+	if (!code_gen[c])
+		code_gen[c] = alloy__arena_alloc(CODE_CHUNK * sizeof(uint32_t));
+	if (!code_gen[c])
+		return false;
+	if (code_gen[c][code % CODE_CHUNK] == W.gen)
+		return true;
+	code_gen[c][code % CODE_CHUNK] = W.gen;
+	return false;
+}
+
+/* s as one word of at most max bytes: blanks and controls become '_'. */
+static char *put_word(char *p, const char *s, size_t max, bool spaces)
+{
+	for (size_t i = 0; s && s[i] && i < max; i++)
+		*p++ = (unsigned char)s[i] < ' ' || (!spaces && s[i] == ' ')
+			       ? '_'
+			       : s[i];
+	return p;
+}
+
+#define CODE_NAME_MAX 255
+#define CODE_FILE_MAX 1024
+
+/*
+ * "c CODE FUNCTION FILE" if new in this trace, then "p ID PARENT CODE
+ * LINE": node id is an interpreted frame.
+ */
+static void declare_interp(uint32_t id, const struct rep_node *nd)
+{
+	struct alloy_reporter_frame_info fi;
+	char line[CODE_NAME_MAX + CODE_FILE_MAX + 48], *p = line;
+
+	if (alloy__rep_frame_describe(nd->frame, &fi) || !fi.code ||
+	    fi.code >= TRACE_MAX_ID)
+		fi = (struct alloy_reporter_frame_info){ 0 };
+	if (fi.code && !code_declared(fi.code)) {
+		*p++ = TRACE_DECL_CODE;
+		*p++ = ' ';
+		p = put_dec(p, fi.code);
+		*p++ = ' ';
+		p = put_word(p, fi.function ? fi.function : "?", CODE_NAME_MAX,
+			     false);
+		*p++ = ' ';
+		p = put_word(p, fi.file && fi.file[0] ? fi.file : "?",
+			     CODE_FILE_MAX, true);
+		put_line(line, p);
+		p = line;
+	}
+	*p++ = TRACE_DECL_INTERP;
+	*p++ = ' ';
+	p = put_dec(p, id);
+	*p++ = ' ';
+	p = put_dec(p, nd->parent);
+	*p++ = ' ';
+	p = put_dec(p, fi.code);
+	*p++ = ' ';
+	p = put_dec(p, fi.line);
+	put_line(line, p);
+}
+
 /* "s ID PARENT FRAME" for the nodes of stack id not yet in this trace. */
 static void declare_stack(uint32_t id)
 {
@@ -253,6 +330,10 @@ static void declare_stack(uint32_t id)
 		char line[64], *p = line;
 
 		nd->gen = W.gen;
+		if (alloy__rep_frame_interp(nd->frame)) {
+			declare_interp(todo[n], nd);
+			continue;
+		}
 		*p++ = TRACE_DECL_NODE;
 		*p++ = ' ';
 		p = put_dec(p, todo[n]);
@@ -381,7 +462,7 @@ static void write_alloc(const struct rep_block *b, const struct rep_entry *e,
 {
 	char line[128], *p = line;
 	uint32_t th = declare_thread();
-	uint32_t series = declare_series(e, b->align);
+	uint32_t series = declare_series(e, alloy__rep_block_align(b));
 
 	if (!series)
 		return; /* more series than a trace can name: not traced */

@@ -23,6 +23,7 @@ struct grouping {
 	struct rep_groups *t;
 	size_t cap; /* a power of two */
 	enum rep_group_by by;
+	uint32_t since; /* blocks made under this mark or a later one */
 };
 
 static int count_block(const struct rep_block *b, void *arg)
@@ -39,6 +40,8 @@ static int add_block(const struct rep_block *b, void *arg)
 	uint64_t key = b->stack;
 	size_t i, probes = 0;
 
+	if (b->mark < g->since)
+		return 0;
 	if (g->by == REP_BY_OWNER)
 		key = b->owner;
 	else if (g->by == REP_BY_FRAME && key)
@@ -80,7 +83,13 @@ static void largest_first(struct rep_group *g, size_t n, size_t k)
 
 int alloy__rep_group_live(struct rep_groups *t, enum rep_group_by by, size_t k)
 {
-	struct grouping g = { .t = t, .cap = 64, .by = by };
+	return alloy__rep_group_since(t, by, k, 0);
+}
+
+int alloy__rep_group_since(struct rep_groups *t, enum rep_group_by by, size_t k,
+			   uint32_t since)
+{
+	struct grouping g = { .t = t, .cap = 64, .by = by, .since = since };
 	size_t live = 0;
 
 	memset(t, 0, sizeof(*t));

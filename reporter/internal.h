@@ -13,6 +13,8 @@
  * session.c    configured start, files (%p, saved stderr), fork, exit
  * print.c      the summary and leak report in text or JSON
  * symtab.c     frames named in the running process, for that report
+ * frames.c     an interpreter's frames merged into the native stacks
+ * since.c      blocks live now that were made after a mark, by line
  */
 #ifndef ALLOY_REPORTER_INTERNAL_H
 #define ALLOY_REPORTER_INTERNAL_H
@@ -110,11 +112,29 @@ ALLOY_HIDDEN void alloy__rep_entry_counts(const struct rep_entry *e,
 struct rep_block {
 	uintptr_t ptr; /* 0: empty slot */
 	uint64_t size;
-	uint16_t entry; /* index into alloy__rep_entries */
-	uint32_t align;
-	uint32_t stack; /* allocation site (stacks.c), 0: none */
-	uint32_t owner; /* owner label (owners.c), 0: none */
+	uint8_t entry;	     /* index into alloy__rep_entries */
+	uint8_t align_shift; /* log2 of the alignment; REP_ALIGN_BIG: past 2^31
+			      */
+	uint32_t mark;	     /* the mark in force when it was made (since.c) */
+	uint32_t stack;	     /* allocation site (stacks.c), 0: none */
+	uint32_t owner;	     /* owner label (owners.c), 0: none */
 };
+
+_Static_assert(ALLOY_REPORTER_MAX_ENTRIES <= 256, "entry is 8 bits");
+#define REP_ALIGN_BIG 255
+
+/* The block's alignment as a record holds it: 0 for one past 2^31. */
+static inline uint32_t alloy__rep_block_align(const struct rep_block *b)
+{
+	return b->align_shift == REP_ALIGN_BIG ? 0
+					       : (uint32_t)1 << b->align_shift;
+}
+
+/*
+ * The mark blocks are made under (since.c): alloy_reporter_mark() moves
+ * it on; read on every recorded allocation.
+ */
+extern ALLOY_HIDDEN _Atomic uint32_t alloy__rep_mark;
 
 /* Every shard's lock, in order (around fork). */
 ALLOY_HIDDEN void alloy__ptrtable_lock_all(void);
@@ -165,6 +185,10 @@ struct rep_groups {
 ALLOY_HIDDEN int alloy__rep_group_live(struct rep_groups *t,
 				       enum rep_group_by by, size_t k);
 ALLOY_HIDDEN void alloy__rep_groups_free(struct rep_groups *t);
+/* The same of the blocks made under mark since or a later one. */
+ALLOY_HIDDEN int alloy__rep_group_since(struct rep_groups *t,
+					enum rep_group_by by, size_t k,
+					uint32_t since);
 
 /* ---- tables that only grow (intern.c) -------------------------------- */
 
@@ -261,6 +285,30 @@ struct rep_module {
 	uint8_t build_id[20]; /* GNU build id: the file is still this one */
 	char path[];
 };
+
+/*
+ * A frame of an interpreter (frames.c): REP_FRAME_INTERP or'ed with the
+ * frame source's key.  Native return addresses never have the top bit.
+ */
+#define REP_FRAME_INTERP ((uintptr_t)1 << 63)
+
+static inline bool alloy__rep_frame_interp(uintptr_t frame)
+{
+	return frame & REP_FRAME_INTERP;
+}
+
+/*
+ * The native stack in[0, n) (innermost first) with each frame of the
+ * installed source's evaluation loop replaced by the interpreted frames
+ * that call ran, into out[0, max): their number, or -1 when there is no
+ * source, python_frames is off or no interpreted frame runs.
+ */
+ALLOY_HIDDEN int alloy__rep_frames_merge(const uintptr_t *in, int n,
+					 uintptr_t *out, int max);
+/* Name an interpreted frame: 0, or -ENOENT. */
+ALLOY_HIDDEN int
+alloy__rep_frame_describe(uintptr_t frame,
+			  struct alloy_reporter_frame_info *info);
 
 /* Find alloy's own code (skipped at capture).  0 or -errno + message. */
 ALLOY_HIDDEN int alloy__rep_stacks_init(void);

@@ -386,8 +386,12 @@ record_alloc(struct rep_entry *e, const void *ptr, size_t size, size_t align)
 	struct rep_block b = {
 		.ptr = (uintptr_t)ptr,
 		.size = size,
-		.entry = (uint16_t)(e - alloy__rep_entries),
-		.align = align <= UINT32_MAX ? (uint32_t)align : 0,
+		.entry = (uint8_t)(e - alloy__rep_entries),
+		.align_shift = align && align <= ((size_t)1 << 31)
+				       ? (uint8_t)__builtin_ctzll(align)
+				       : REP_ALIGN_BIG,
+		.mark = atomic_load_explicit(&alloy__rep_mark,
+					     memory_order_relaxed),
 	};
 	uint32_t traced;
 

@@ -454,23 +454,33 @@ uint32_t alloy__rep_stack_capture(void)
 {
 #ifdef HAVE_LIBUNWIND
 	struct thread_stacks *ts = thread_stacks();
-	uintptr_t buf[CAPTURE_MAX];
+	uintptr_t buf[CAPTURE_MAX], merged[CAPTURE_MAX], *f;
 	struct memo *m = NULL;
 	struct frames k;
-	int skip, n = capture(ts, buf, &skip);
+	int skip, n = capture(ts, buf, &skip), merged_n;
+	bool full = n == CAPTURE_MAX;
 	uint32_t id;
 	uint64_t h;
 
 	if (skip == n)
 		skip = 0; /* all alloy's own: keep them rather than nothing */
-	if (n - skip > REP_MAX_FRAMES) {
-		n = skip + REP_MAX_FRAMES;
-		buf[n - 1] = REP_FRAME_MORE;
-	} else if (n == CAPTURE_MAX) {
-		buf[n - 1] = REP_FRAME_MORE;
+	f = buf + skip;
+	n -= skip;
+	/* An interpreter's loop frames become the frames it ran. */
+	merged_n = alloy__rep_frames_merge(f, n, merged, CAPTURE_MAX);
+	if (merged_n >= 0) {
+		f = merged;
+		full = full || merged_n == CAPTURE_MAX;
+		n = merged_n;
 	}
-	k.f = buf + skip;
-	k.n = n - skip;
+	if (n > REP_MAX_FRAMES) {
+		n = REP_MAX_FRAMES;
+		f[n - 1] = REP_FRAME_MORE;
+	} else if (full && n > 0) {
+		f[n - 1] = REP_FRAME_MORE;
+	}
+	k.f = f;
+	k.n = n;
 	if (k.n <= 0)
 		return 0;
 	h = stack_hash(&k);

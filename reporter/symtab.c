@@ -142,6 +142,16 @@ const char *alloy__rep_frame_str(uintptr_t frame, char *buf, size_t len)
 		snprintf(buf, len, "... (more frames)");
 		return buf;
 	}
+	if (alloy__rep_frame_interp(frame)) {
+		struct alloy_reporter_frame_info fi;
+
+		if (alloy__rep_frame_describe(frame, &fi) || !fi.function)
+			snprintf(buf, len, "(interpreted frame)");
+		else
+			snprintf(buf, len, "%s (%s:%u)", fi.function,
+				 fi.file ? fi.file : "?", fi.line);
+		return buf;
+	}
 	/* A return address: look one byte back, in the call. */
 	if (!dladdr1((void *)(frame - 1), &info, (void **)&lm,
 		     RTLD_DL_LINKMAP) ||

@@ -21,9 +21,10 @@
 /*
  * The version the reporter writes; readers still read 1 and 2 as well.
  * Version 3 is version 2 with the header's unit either ns or us, and
- * samples of the process's resident memory.
+ * samples of the process's resident memory; version 4 is version 3 with
+ * an interpreter's frames in the stacks ("c" and "p" records).
  */
-#define TRACE_VERSION 3
+#define TRACE_VERSION 4
 
 /* The comment the writer puts under the header, for a reader with less. */
 #define TRACE_LEGEND                                        \
@@ -45,6 +46,10 @@ enum trace_decl {
 	TRACE_DECL_SERIES = 'S', /* ID ALLOCATOR DEVICE ALIGN */
 	TRACE_DECL_NODE = 's',	 /* ID PARENT FRAME */
 	TRACE_DECL_OWNER = 'o',	 /* ID LABEL */
+	/* Version 4: interpreted functions and the stack nodes of their lines.
+	 */
+	TRACE_DECL_CODE = 'c',	 /* ID FUNCTION FILE */
+	TRACE_DECL_INTERP = 'p', /* ID PARENT CODE LINE */
 };
 
 /*

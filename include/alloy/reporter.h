@@ -158,6 +158,71 @@ int alloy_reporter_set_backtrace(bool on);
 int alloy_reporter_trace_start(const char *path);
 int alloy_reporter_trace_stop(void);
 
+/*
+ * Frames of an interpreter in the call stacks (docs/REPORTER.md,
+ * "Interpreted frames").  A source is an interpreter's reader of its own
+ * frame chain: with backtrace on, each native frame in [eval_start,
+ * eval_end) (the interpreter's evaluation loop) is replaced in the stack
+ * by the interpreted frames that call of the loop ran.
+ *
+ * capture() runs inside an allocation: it may read memory and must not
+ * allocate, take a lock another allocation may wait on, or run
+ * interpreted code.  It writes the calling thread's interpreted frames,
+ * innermost first, as keys (nonzero, below ALLOY_REPORTER_FRAME_ENTRY),
+ * the last frame of each call of the evaluation loop or'ed with
+ * ALLOY_REPORTER_FRAME_ENTRY, and returns how many (0: none).
+ * describe() names a key for a report or a trace: any thread, any time
+ * after capture() gave the key, with the reporter's locks held; it must
+ * not allocate either.  code is a small id (1, 2, ...) shared by the
+ * keys of one function; function and file stay valid for the process's
+ * life.  0, or -ENOENT for a key it does not know.
+ */
+#define ALLOY_REPORTER_FRAME_ENTRY ((uint64_t)1 << 62)
+
+struct alloy_reporter_frame_info {
+	uint32_t code; /* the function's id, 1, 2, ... */
+	uint32_t line; /* 0: unknown */
+	const char *function;
+	const char *file;
+};
+
+struct alloy_reporter_frame_source {
+	size_t size; /* sizeof(struct alloy_reporter_frame_source) */
+	uintptr_t eval_start, eval_end;
+	int (*capture)(uint64_t *keys, int max);
+	int (*describe)(uint64_t key, struct alloy_reporter_frame_info *info);
+};
+
+/*
+ * Install src (static storage: it stays in use) or, with NULL, remove
+ * the source.  Frames are merged only with backtrace on and the
+ * python_frames setting true.  0, or -EINVAL for a bad struct.
+ */
+int alloy_reporter_set_frame_source(
+	const struct alloy_reporter_frame_source *src);
+
+/*
+ * Leaks of a long-running program: a mark is a point in its run;
+ * blocks recorded after it carry it.  alloy_reporter_mark() starts a new
+ * one and returns it (1, 2, ...).  alloy_reporter_live_since() groups
+ * the blocks recorded since mark (0: all) and live now by the
+ * interpreted frames of their stack (the innermost
+ * ALLOY_REPORTER_LINE_FRAMES, with their lines; nframes 0: blocks
+ * without one), the most bytes first, into out[0, max): the number of
+ * groups there are (more than max: the largest max written), or -errno.
+ */
+#define ALLOY_REPORTER_LINE_FRAMES 8
+
+struct alloy_reporter_line {
+	uint64_t bytes, blocks;
+	uint32_t nframes; /* innermost first */
+	struct alloy_reporter_frame_info frames[ALLOY_REPORTER_LINE_FRAMES];
+};
+
+uint64_t alloy_reporter_mark(void);
+int alloy_reporter_live_since(uint64_t mark, struct alloy_reporter_line *out,
+			      size_t max);
+
 #ifdef __cplusplus
 }
 #endif

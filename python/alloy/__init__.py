@@ -27,8 +27,8 @@ from .pymem import python_allocators
 # The C module's public names (a function added to one of its tables in
 # python/*.c is exported with no edit here), and this package's own.
 __all__ = sorted([n for n in dir(_alloy) if not n.startswith("_")] +
-                 ["cuda", "numpy", "owner", "pymem", "python_allocators",
-                  "reporter", "torch", "trace"])
+                 ["cuda", "leaks", "numpy", "owner", "pymem",
+                  "python_allocators", "reporter", "torch", "trace"])
 
 
 def load_ipython_extension(ipython):
@@ -74,6 +74,39 @@ def owner(label):
         yield
     finally:
         owner_pop()
+
+
+def _library(path):
+    """Whether a frame's file is the interpreter's or an installed
+    package's (NumPy's np.ones, runpy), not the program's own."""
+    return (path.startswith("<frozen ") or "/lib/python3" in path or
+            "/dist-packages/" in path or "/site-packages/" in path)
+
+
+def leaks(since=0, top=20):
+    """The blocks made since the mark `since` (alloy.mark(); 0: all the
+    recorded ones) and still live, by the program's Python line that
+    made them, the most bytes first: dicts of file, line, function,
+    bytes, blocks and stack (the Python frames, innermost first; the
+    line is the innermost one outside the interpreter's library and
+    installed packages).  Blocks made where no Python frame ran have
+    None for file, line and function.  Needs the reporter on, with call
+    stacks (backtrace:1) for the lines."""
+    if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+        raise ValueError("since must be a mark from alloy.mark() (or 0)")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError("top must be a positive int")
+    rows = {}
+    for g in _alloy._leaks(since, 4096):
+        stack = [tuple(f) for f in g["stack"]]
+        own = [f for f in stack if not _library(f[0])]
+        key = (own or stack or [(None, None, None)])[0]
+        r = rows.setdefault(key, {"file": key[0], "line": key[1],
+                                  "function": key[2], "bytes": 0,
+                                  "blocks": 0, "stack": stack})
+        r["bytes"] += g["bytes"]
+        r["blocks"] += g["blocks"]
+    return sorted(rows.values(), key=lambda r: -r["bytes"])[:top]
 
 
 # ALLOY_PYTHON_ALLOCATORS is a request to route Python's own allocations

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""python3 -m alloy [--conf CONF] [--torch] [--no-numpy]
+"""python3 -m alloy [--conf CONF] [--torch] [--no-numpy] [--leaks]
                    [--python-allocators[=SPEC]]
                    (SCRIPT | - | -m MODULE | -c CODE) [ARGS...]
 
@@ -9,7 +9,9 @@ picks the backend and the reporter: report:stderr prints the table at
 exit, trace:FILE writes the event trace.  `-` reads the program from
 standard input.  --python-allocators routes Python's own allocations
 too: SPEC is DOMAIN[:ALLOCATOR],... with DOMAIN raw, mem, obj or all
-(the default), e.g. --python-allocators=obj:mimalloc,mem.
+(the default), e.g. --python-allocators=obj:mimalloc,mem.  --leaks
+records each block's call stack and, at exit, lists the blocks the
+program made and still holds, by Python line.
 
 The interpreter is started once more first, with
 GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384: a library loaded
@@ -53,7 +55,7 @@ def parse(argv):
     """(options, kind, target, args) from the command line."""
     # ALLOY_PYTHON_ALLOCATORS, where set, is the option's default.
     opts = {"conf": [], "torch": False, "numpy": True,
-            "pymem": os.environ.get(pymem.ENV)}
+            "pymem": os.environ.get(pymem.ENV), "leaks": False}
     if opts["pymem"] is not None:
         check_pymem(opts["pymem"], pymem.ENV)
     i = 0
@@ -78,6 +80,8 @@ def parse(argv):
                 a.startswith("--python-allocators="):
             opts["pymem"] = a.partition("=")[2] or "all"
             check_pymem(opts["pymem"])
+        elif a == "--leaks":
+            opts["leaks"] = True
         elif a in ("-m", "-c"):
             if i + 1 == len(argv):
                 fail("%s needs a value\n%s" % (a, USAGE))
@@ -197,13 +201,14 @@ def put_child_on_alloy(what):
 
 
 def run_program(kind, target, args):
+    """Run it; its globals, which hold what it made."""
     if kind == "script":
         sys.argv = [target] + args
         sys.path[0] = os.path.dirname(os.path.abspath(target))
-        runpy.run_path(target, run_name="__main__")
+        return runpy.run_path(target, run_name="__main__")
     elif kind == "-m":
         sys.argv = [target] + args
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        return runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
         if kind == "stdin":
             sys.argv = ["-"] + args
@@ -212,7 +217,36 @@ def run_program(kind, target, args):
         else:
             sys.argv = ["-c"] + args
             code = compile(target, "<string>", "exec")
-        exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+        g = {"__name__": "__main__", "__builtins__": __builtins__}
+        exec(code, g)
+        return g
+
+
+def leaks_at_exit(mark, out=None):
+    """Print what the program made since mark and still holds, by line."""
+    import alloy
+    out = out or sys.stderr
+    rows = alloy.leaks(since=mark, top=20)
+    out.write("python3 -m alloy --leaks: blocks the program made and still "
+              "holds at exit, by Python line (%d lines)\n" % len(rows))
+    out.write("%14s %9s  %s\n" % ("bytes", "blocks", "line"))
+    for r in rows:
+        where = ("(no Python frame)" if r["function"] is None else
+                 "%s:%d %s" % (r["file"], r["line"], r["function"]))
+        out.write("%14d %9d  %s\n" % (r["bytes"], r["blocks"], where))
+    out.flush()
+
+
+def start_leaks():
+    """Record stacks from now on and mark the program's start."""
+    import alloy
+    if not alloy.reporter_enabled():
+        alloy.reporter_enable()
+    try:
+        alloy.set_backtrace(True)
+    except RuntimeError as e:
+        fail("--leaks: %s" % e, 1)
+    return alloy.mark()
 
 
 def run(kind, target, args):
@@ -220,7 +254,7 @@ def run(kind, target, args):
     first frame on, as Python prints it, and the exit status is 1 (130
     for KeyboardInterrupt: alloy/_ending.py says why not SIGINT)."""
     try:
-        run_program(kind, target, args)
+        return run_program(kind, target, args)
     except SystemExit:
         raise
     except BaseException as e:
@@ -249,7 +283,15 @@ def main():
     put_on_alloy(opts)
     _ending.install(runner=True)
     cover_children(opts)
-    run(kind, target, args)
+    if not opts["leaks"]:
+        run(kind, target, args)
+        return
+    # Listed while the program's globals (what it holds) are still alive.
+    mark = start_leaks()
+    try:
+        program_globals = run(kind, target, args)  # noqa: F841
+    finally:
+        leaks_at_exit(mark)
 
 
 if __name__ == "__main__":

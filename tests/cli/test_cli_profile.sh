@@ -30,8 +30,8 @@ fi
 # ---- the at-peak report of a program of known sites and owners --------
 ALLOY_CONF="trace:$dir/p.trace,$bt" $PROG >"$out" 2>"$err"
 check "profprog runs traced" '[ $? = 0 ] && grep -q done "$out"'
-check "the trace is version 3 (unit ns) with owners" \
-	'head -n 1 "$dir/p.trace" | grep -q "^alloy-trace 3 .*unit=ns" && grep -q "^o [0-9]* model/layer1$" "$dir/p.trace" && tail -n 1 "$dir/p.trace" | grep -q "^end "'
+check "the trace is version 4 (unit ns) with owners" \
+	'head -n 1 "$dir/p.trace" | grep -q "^alloy-trace 4 .*unit=ns" && grep -q "^o [0-9]* model/layer1$" "$dir/p.trace" && tail -n 1 "$dir/p.trace" | grep -q "^end "'
 check_stacks "the trace has stacks and a module map" \
 	'grep -q "^s " "$dir/p.trace" && grep -q "^M .*profprog$" "$dir/p.trace"'
 

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The reporter from Python: snapshot, peaks, the report, the trace."""
 import json
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -145,3 +147,47 @@ with alloy.trace(%r):
     assert owners["model"] == (1 << 19, 1)
     assert owners[None][0] >= 1 << 17
     assert dev["bytes"] == sum(b for b, _ in owners.values())
+
+
+def test_leaks_since_a_mark_lists_what_a_loop_keeps():
+    kept = []
+
+    def grow():
+        kept.append(np.ones(500))
+
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("skipped: Python's frames are read for CPython 3.11 only")
+    try:
+        alloy.set_backtrace(True)
+    except RuntimeError:
+        pytest.skip("skipped: built without libunwind (no call stacks)")
+    try:
+        with alloy.reporter(), alloy.numpy.allocator():
+            m1 = alloy.mark()
+            for _ in range(30):
+                grow()
+                np.ones(700)  # made and dropped: not a leak
+            m2 = alloy.mark()
+            rows = alloy.leaks(since=m1)
+            later = alloy.leaks(since=m2)
+    finally:
+        alloy.set_backtrace(False)
+    assert m2 > m1 >= 1
+    top = rows[0]
+    assert top["bytes"] == 30 * 4000 and top["blocks"] == 30, rows
+    assert top["function"].endswith("grow") and top["file"] == __file__
+    assert top["stack"][0][2] in ("ones", top["function"])
+    assert not [r for r in later if r["function"] and
+                r["function"].endswith("grow")], later
+
+
+def test_leaks_refuses_bad_marks_and_a_reporter_that_is_off():
+    with pytest.raises(ValueError):
+        alloy.leaks(since=-1)
+    with pytest.raises(ValueError):
+        alloy.leaks(since="now")
+    with pytest.raises(ValueError):
+        alloy.leaks(top=0)
+    if not alloy.reporter_enabled():
+        with pytest.raises(RuntimeError, match="reporter is off"):
+            alloy.leaks()

@@ -294,6 +294,36 @@ START_TEST(fork_child_does_not_write_the_parents_trace)
 }
 END_TEST
 
+/* Version 4: interpreted frames, named by the trace itself. */
+START_TEST(interpreted_frames_are_read)
+{
+	static struct trace tr;
+	static const char text[] = "alloy-trace 4 pid=1\n"
+				   "T 1 5\n"
+				   "S 1 default cpu:0 16\n"
+				   "s 1 0 401000\n"
+				   "c 3 build.<locals>.f /tmp/a b.py\n"
+				   "p 2 1 3 7\n"
+				   "a 5 1 1 10 8 2\n"
+				   "end 5 1\n";
+	char err[256];
+
+	tmp_trace_path();
+	write_file(trace_path, text);
+	ck_assert_msg(trace_read(trace_path, &tr, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_uint_eq(tr.nodes[2].code, 3);
+	ck_assert_uint_eq(tr.nodes[2].frame, 7);
+	ck_assert_uint_eq(tr.nodes[2].parent, 1);
+	ck_assert_uint_eq(tr.nodes[1].code, 0);
+	ck_assert_str_eq(tr.codes[3].function, "build.<locals>.f");
+	ck_assert_str_eq(tr.codes[3].file, "/tmp/a b.py");
+	ck_assert_uint_eq(tr.ev[0].stack, 2);
+	trace_free(&tr);
+	unlink(trace_path);
+}
+END_TEST
+
 /* Each malformed file and the words its error must contain. */
 static const struct {
 	const char *text;
@@ -301,7 +331,12 @@ static const struct {
 } bad[] = {
 	{ "", "empty file" },
 	{ "hello\n", ":1: (byte 0) not an alloy trace" },
-	{ "alloy-trace 4 pid=1\n", ":1: (byte 0) trace version 4" },
+	{ "alloy-trace 5 pid=1\n", ":1: (byte 0) trace version 5" },
+	{ "alloy-trace 3 pid=1\np 1 0 1 5\n", ":2: (byte 20) unknown record" },
+	{ "alloy-trace 4 pid=1\np 2 2 1 5\n", ":2: (byte 20) stack node 2" },
+	{ "alloy-trace 4 pid=1\np 1 0 1\n",
+	  "expected \"p ID PARENT CODE LINE\"" },
+	{ "alloy-trace 4 pid=1\nc 1 f\n", "expected \"c ID FUNCTION FILE\"" },
 	{ "alloy-trace 3 pid=1 unit=ms\n", ":1: (byte 0) unknown time unit" },
 	{ "alloy-trace 1 pid=1\na 1 1 0x10 5 8 x cpu:0\na 2 1 0x20 5 8 x cp",
 	  ":3: (byte 43) truncated line" },
@@ -810,6 +845,7 @@ Suite *suite_trace(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, round_trip_gives_the_same_peak);
+	tcase_add_test(tc, interpreted_frames_are_read);
 	tcase_add_test(tc, trace_started_and_stopped_by_the_api);
 	tcase_add_test(tc, threads_write_a_consistent_trace);
 	tcase_add_test(tc, crash_leaves_a_readable_trace);
