@@ -102,13 +102,54 @@ static void pool_remove_at(struct cc_pool *p, size_t i)
 	p->n--;
 }
 
-static void pool_remove(struct cc_pool *p, struct cc_block *b)
+/* The index of b, a free block in its pool. */
+static size_t pool_index(const struct cc_pool *p, const struct cc_block *b)
 {
-	size_t i = lower_bound(p, cc_seg_key(b->seg), b->size, b->ptr);
+	size_t i = p->hint;
 
+	/* The slot last reused is usually the one asked for next. */
+	if (i < p->n && p->v[i] == b)
+		return i;
+	i = lower_bound(p, cc_seg_key(b->seg), b->size, b->ptr);
 	/* Internal invariant: a free block is in its pool. */
 	assert(i < p->n && p->v[i] == b);
+	return i;
+}
+
+static void pool_remove(struct cc_pool *p, struct cc_block *b)
+{
+	pool_remove_at(p, pool_index(p, b));
+}
+
+/*
+ * Put b in slot i in place of the entry there, which leaves the pool; b
+ * sorts above that entry when grown, below it otherwise, so only the
+ * neighbour on that side needs a look.  A split or a merge usually
+ * leaves the block between the same neighbours (one stream's few free
+ * blocks, far apart in size), so the slot is reused as it is and the
+ * pool neither searched nor moved; otherwise b goes where it sorts.
+ * Needs no room: one entry goes, one comes.
+ */
+static inline void pool_replace(struct cc_pool *p, size_t i, struct cc_block *b,
+				bool grown)
+{
+	uintptr_t key = cc_seg_key(b->seg);
+	bool stays;
+
+	if (grown)
+		stays = i + 1 == p->n ||
+			key_cmp(p->v[i + 1], key, b->size, b->ptr) > 0;
+	else
+		stays = i == 0 ||
+			key_cmp(p->v[i - 1], key, b->size, b->ptr) < 0;
+
+	if (likely(stays)) {
+		p->v[i] = b;
+		p->hint = i;
+		return;
+	}
 	pool_remove_at(p, i);
+	pool_insert(p, b);
 }
 
 /* ---- block and event records ----------------------------------------- */
@@ -119,7 +160,20 @@ static struct cc_block *get_block(struct cc *cc)
 
 	if (b) {
 		cc->spare_blocks = b->next;
-		memset(b, 0, sizeof(*b));
+		/*
+		 * Field by field: a memset of the record becomes a string
+		 * store, slow to start for so few bytes on the path that
+		 * splits a block at every allocation.
+		 */
+		b->seg = NULL;
+		b->prev = b->next = NULL;
+		b->ptr = 0;
+		b->size = b->requested = 0;
+		b->state = CC_FREE;
+		b->event_count = 0;
+		b->uses = (struct alloy__ptrvec){ NULL, 0, 0 };
+		b->freed_tick = 0;
+		b->oversize = false;
 		return b;
 	}
 	return calloc(1, sizeof(*b));
@@ -642,11 +696,9 @@ static size_t release_cached(struct cc *cc, struct cc_device *d)
 
 /* ---- freeing into the pools -------------------------------------------- */
 
-/* Absorb the free neighbour nb into b (nb leaves its pool). */
-static void merge(struct cc *cc, struct cc_device *d, struct cc_block *b,
-		  struct cc_block *nb)
+/* Absorb the free neighbour nb into b (the caller sees to the pool). */
+static void merge(struct cc *cc, struct cc_block *b, struct cc_block *nb)
 {
-	pool_remove(&d->pools[b->seg->pool], nb);
 	if (nb == b->prev) {
 		b->ptr = nb->ptr;
 		b->prev = nb->prev;
@@ -665,32 +717,44 @@ static void merge(struct cc *cc, struct cc_device *d, struct cc_block *b,
 
 /*
  * b (allocated or pending) becomes free: merge it with free neighbours and
- * cache it.  The caller has reserved room in the pool.
+ * cache it.  The caller has reserved room in the pool.  Merged, b takes
+ * the pool slot of the neighbour above it (else of the one below), so
+ * the free top of a segment that a block is split off and merged back
+ * into stays where it is in the pool.
  */
 static void free_block(struct cc *cc, struct cc_device *d, struct cc_block *b)
 {
+	struct cc_pool *p = &d->pools[b->seg->pool];
 	int sp = cc_stat_pool(b->seg->pool);
 	int64_t dn = 0, dbytes = 0;
-	struct cc_block *nbs[2] = { b->prev, b->next };
+	struct cc_block *nbs[2] = { b->next, b->prev }, *merged[2];
+	size_t i = 0, n = 0;
 
 	alloy__cc_stat_add(d->st.active, sp, -1);
 	alloy__cc_stat_add(d->st.active_bytes, sp, -(int64_t)b->size);
 	b->state = CC_FREE;
 	b->freed_tick = ++cc->tick;
-	for (int i = 0; i < 2; i++) {
-		struct cc_block *nb = nbs[i];
-
-		if (!nb || nb->state != CC_FREE)
+	for (int k = 0; k < 2; k++) {
+		if (!nbs[k] || nbs[k]->state != CC_FREE)
 			continue;
 		dn--;
-		dbytes -= (int64_t)nb->size;
-		merge(cc, d, b, nb);
+		dbytes -= (int64_t)nbs[k]->size;
+		merged[n++] = nbs[k];
 	}
+	if (n == 2)
+		pool_remove(p, merged[1]);
+	if (n)
+		i = pool_index(p, merged[0]);
+	for (size_t k = 0; k < n; k++)
+		merge(cc, b, merged[k]);
 	if (cc_inactive_split(b)) {
 		dn++;
 		dbytes += (int64_t)b->size;
 	}
-	pool_insert(&d->pools[b->seg->pool], b);
+	if (n)
+		pool_replace(p, i, b, true);
+	else
+		pool_insert(p, b);
 	alloy__cc_stat_add(d->st.inactive_split, sp, dn);
 	alloy__cc_stat_add(d->st.inactive_split_bytes, sp, dbytes);
 }
@@ -919,7 +983,8 @@ static void oom_message(struct cc *cc, struct cc_device *d, int device,
 }
 
 static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
-				  void *stream, size_t size, bool strict);
+				  void *stream, size_t size, bool strict,
+				  size_t *at);
 
 /* A new segment of seg_size, or an expandable segment grown for size. */
 static struct cc_block *new_room(struct cc *cc, struct cc_device *d, int device,
@@ -946,6 +1011,7 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 	size_t seg_size = segment_size(size);
 	bool huge = size >= CC_MIN_LARGE_ALLOC;
 	struct cc_block *b;
+	size_t at;
 	int rc;
 
 	/* A capture underway may see no free and no synchronisation. */
@@ -974,9 +1040,11 @@ static struct cc_block *grow(struct cc *cc, struct cc_device *d, int device,
 last_resort:
 	/* Last, free room in the other class of segments (see find_free). */
 	b = find_free(cc, d, pool, cc->cur_gp ? (void *)cc->cur_gp : stream,
-		      size, false);
-	if (b)
+		      size, false, &at);
+	if (b) {
+		pool_remove_at(&d->pools[pool], at);
 		return b;
+	}
 	d->st.num_ooms++;
 	oom_message(cc, d, device, req, seg_size);
 	return NULL;
@@ -984,8 +1052,10 @@ last_resort:
 
 /* ---- the allocator ops ------------------------------------------------- */
 
+/* Best fit for size; the block stays in its pool, at *at. */
 static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
-				  void *stream, size_t size, bool strict)
+				  void *stream, size_t size, bool strict,
+				  size_t *at)
 {
 	struct cc_pool *p = &d->pools[pool];
 	size_t i = lower_bound(p, (uintptr_t)stream, size, 0);
@@ -1019,14 +1089,22 @@ static struct cc_block *find_free(struct cc *cc, struct cc_device *d, int pool,
 	if (!cc->expandable && size >= cc->max_split_size &&
 	    b->size >= size + CC_LARGE_BUFFER)
 		return NULL;
-	pool_remove_at(p, i);
+	*at = i;
 	return b;
 }
 
-/* Hand out b (out of its pool) for size bytes; split off the rest. */
+#define CC_NOT_IN_POOL SIZE_MAX
+
+/*
+ * Hand out b for size bytes; split off the rest.  b is in its pool at
+ * index at, or out of it (CC_NOT_IN_POOL): the rest of a split takes its
+ * slot, so a block split off the same free block each time costs no
+ * search or move in the pool.
+ */
 static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
-		      size_t size, size_t req)
+		      size_t size, size_t req, size_t at)
 {
+	struct cc_pool *p = &d->pools[b->seg->pool];
 	int sp = cc_stat_pool(b->seg->pool);
 
 	if (cc_inactive_split(b)) {
@@ -1039,7 +1117,7 @@ static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
 	 * Without room or a record, hand out the whole block: still correct.
 	 */
 	if (should_split(cc, b, size) &&
-	    pool_reserve(&d->pools[b->seg->pool]) == 0) {
+	    (at != CC_NOT_IN_POOL || pool_reserve(p) == 0)) {
 		struct cc_block *rest = get_block(cc);
 
 		if (rest) {
@@ -1054,12 +1132,18 @@ static void use_block(struct cc *cc, struct cc_device *d, struct cc_block *b,
 				b->next->prev = rest;
 			b->next = rest;
 			b->size = size;
-			pool_insert(&d->pools[b->seg->pool], rest);
+			if (at != CC_NOT_IN_POOL)
+				pool_replace(p, at, rest, false);
+			else
+				pool_insert(p, rest);
+			at = CC_NOT_IN_POOL;
 			alloy__cc_stat_add(d->st.inactive_split, sp, 1);
 			alloy__cc_stat_add(d->st.inactive_split_bytes, sp,
 					   (int64_t)rest->size);
 		}
 	}
+	if (at != CC_NOT_IN_POOL)
+		pool_remove_at(p, at);
 	b->state = CC_ALLOCATED;
 	b->requested = req;
 	alloy__cc_stat_add(d->st.allocation, sp, 1);
@@ -1263,7 +1347,7 @@ static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 	struct cc *cc = ctx;
 	struct cc_device *d;
 	struct cc_block *b = NULL;
-	size_t size;
+	size_t size, at = CC_NOT_IN_POOL;
 	void *key;
 	int pool;
 
@@ -1290,13 +1374,13 @@ static void *alloc_on(void *ctx, int device, size_t req, size_t align,
 	pool = size <= CC_SMALL_SIZE ? CC_SMALL : CC_LARGE;
 	cc->cur_gp = cc->nroutes ? route_of(cc, device, stream) : NULL;
 	key = cc->cur_gp ? (void *)cc->cur_gp : stream;
-	b = find_free(cc, d, pool, key, size, true);
+	b = find_free(cc, d, pool, key, size, true, &at);
 	if (!b)
 		b = grow(cc, d, device, pool, stream, size, req);
 	cc->cur_gp = NULL;
 	if (unlikely(!b))
 		goto out_unlock;
-	use_block(cc, d, b, size, req);
+	use_block(cc, d, b, size, req, at);
 	if (unlikely(alloy__ptrmap_put(&cc->live, (void *)b->ptr, b))) {
 		unuse_block(cc, d, b);
 		/* Back to the free list, which needs room for one entry. */

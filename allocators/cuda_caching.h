@@ -46,6 +46,7 @@ struct cc_route {
 	void *stream;
 	struct cc_graph_pool *gp;
 };
+/* A field added here is cleared in get_block too (no memset there). */
 struct cc_block {
 	struct cc_segment *seg;
 	struct cc_block *prev, *next; /* neighbours in the segment */
@@ -90,6 +91,7 @@ struct cc_segment {
 struct cc_pool {
 	struct cc_block **v;
 	size_t n, cap;
+	size_t hint; /* a slot reused in place: where to look first */
 };
 
 struct cc_device {

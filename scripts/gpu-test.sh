@@ -15,9 +15,12 @@
 #   1. the machine and the GPU;
 #   2. every check suite (tests/unit/runner) with the GPU present;
 #   3. tests/unit/cuda_gpu --bench: the allocators, the context and
-#      SyncedMemory on the device, then pairs timed against the runtime;
+#      SyncedMemory on the device, expandable segments on the driver's
+#      virtual memory (cuMemCreate, cuMemMap), a CUDA graph captured into
+#      a graph pool and replayed, then pairs timed against the runtime;
 #   4. compute-sanitizer's memcheck with its leak check over
-#      tests/unit/cuda_gpu, where the toolkit has it;
+#      tests/unit/cuda_gpu (so over the above too), where the toolkit
+#      has it;
 #   5. the bundled training-step traces replayed on the device, ten steps
 #      each, by cuda_caching, cuda_async and cuda (cudaMalloc per block);
 #   6. where python3 has PyTorch with CUDA: a small training loop, its CUDA
@@ -31,7 +34,11 @@
 #      replayed by cuda_caching with expandable_segments:1 (reserved at
 #      most 1.02 x allocated), and where PyTorch has CUDA the training
 #      loop on them (losses identical to the run without alloy), traced,
-#      and that trace's torch snapshot read by PyTorch's viewer;
+#      and that trace's torch snapshot read by PyTorch's viewer; then
+#      scripts/gpu-torch-expandable.py: a transformer training step of
+#      changing sequence lengths on alloy's expandable segments against
+#      torch's own with expandable_segments:True (losses identical, peak
+#      reserved side by side);
 #   8. alloy bench cuda (the simulated device).
 #
 # Exit status: 0 all passed, 77 no usable GPU (the real-GPU steps skipped,
@@ -182,6 +189,13 @@ if "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/
 		--option expandable_segments:1 -o "$work/snap.pickle" 2>&1 | tee -a "$log"
 	"$py" -W ignore -m torch.cuda._memory_viz stats "$work/snap.pickle" 2>&1 | tee -a "$log" ||
 		bad "PyTorch's viewer on the loop's snapshot"
+fi
+if "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+	say "-- a transformer step on expandable segments, torch's own against alloy's"
+	"$py" "$src/scripts/gpu-torch-expandable.py" "$dir/.libs/liballoy.so" 2>&1 |
+		tee -a "$log" || bad "scripts/gpu-torch-expandable.py"
+else
+	say "skipped: $py has no PyTorch with CUDA (the transformer step on expandable segments)"
 fi
 
 step "alloy bench cuda (the simulated device)"

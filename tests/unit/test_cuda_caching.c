@@ -1054,6 +1054,89 @@ START_TEST(expandable_segments_make_no_device_calls_in_steady_state)
 }
 END_TEST
 
+/* The best fit the snapshot shows for a request: the smallest free block
+ * of its pool that holds it, the lowest address among equals. */
+struct best_fit {
+	int pool;
+	size_t size;
+	uintptr_t address; /* 0: none */
+	size_t best;
+};
+
+static int find_best_fit(const struct alloy_cuda_block_info *b, void *arg)
+{
+	struct best_fit *bf = arg;
+
+	if (b->state != ALLOY_CUDA_BLOCK_INACTIVE || b->pool != bf->pool ||
+	    b->size < bf->size)
+		return 0;
+	if (!bf->address || b->size < bf->best ||
+	    (b->size == bf->best && b->address < bf->address)) {
+		bf->address = b->address;
+		bf->best = b->size;
+	}
+	return 0;
+}
+
+/*
+ * Free blocks are found by a search over a pool kept in order while
+ * blocks are split off and merged back in place: a random run in which
+ * every request must get exactly the block the snapshot says is the best
+ * fit finds any block out of order (it would be missed or passed over).
+ */
+START_TEST(expandable_best_fit_holds_over_a_random_run)
+{
+	struct alloy_allocator *a = fresh_expandable(4ull << 30);
+	struct alloy_data_ptr live[48] = { 0 };
+	unsigned seed = 777;
+	int checked = 0;
+
+	for (int step = 0; step < 4000; step++) {
+		int i = (int)((seed = seed * 1103515245 + 12345) >> 16) % 48;
+		unsigned r = (seed = seed * 1103515245 + 12345) >> 8;
+		struct best_fit bf = { 0 };
+		size_t size;
+
+		if (live[i].ptr) {
+			alloy_data_ptr_free(&live[i]);
+			continue;
+		}
+		/* Few distinct sizes, so blocks meet equals and neighbours. */
+		switch (r % 3) {
+		case 0:
+			size = 512 * (1 + r % 9);
+			break;
+		case 1:
+			size = 256 * KiB * (1 + r % 4);
+			break;
+		default:
+			size = 2 * MiB * (1 + r % 12);
+			break;
+		}
+		bf.size = size;
+		bf.pool = size <= MiB ? ALLOY_CUDA_POOL_SMALL
+				      : ALLOY_CUDA_POOL_LARGE;
+		ck_assert_ok(alloy_cuda_caching_foreach_block(a, find_best_fit,
+							      &bf));
+		get(a, size, &live[i]);
+		if (bf.address) {
+			ck_assert_msg((uintptr_t)live[i].ptr == bf.address,
+				      "step %d: %zu B at %p, best fit %#lx",
+				      step, size, live[i].ptr,
+				      (unsigned long)bf.address);
+			checked++;
+		}
+		if (step % 400 == 0)
+			check_against_snapshot(a);
+	}
+	/* Most requests were served from the cache, so the check bit. */
+	ck_assert_int_gt(checked, 1000);
+	for (int i = 0; i < 48; i++)
+		alloy_data_ptr_free(&live[i]);
+	check_against_snapshot(a);
+}
+END_TEST
+
 START_TEST(expandable_out_of_memory_says_mapped_and_reserved)
 {
 	struct alloy_allocator *a = fresh_expandable(64 * MiB);
@@ -1696,6 +1779,7 @@ Suite *suite_cuda_caching(void)
 		tc, expandable_segments_grow_in_pieces_and_shrink_from_the_top);
 	tcase_add_test(
 		tc, expandable_segments_make_no_device_calls_in_steady_state);
+	tcase_add_test(tc, expandable_best_fit_holds_over_a_random_run);
 	tcase_add_test(tc, expandable_out_of_memory_says_mapped_and_reserved);
 	tcase_add_test(tc, expandable_option_is_checked);
 	tcase_add_test(tc, graph_pool_allocations_are_private_and_capture_safe);
