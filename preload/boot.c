@@ -68,7 +68,8 @@ struct free_block {
 	struct free_block *next;
 };
 
-_Atomic uintptr_t alloy__boot_lo, alloy__boot_end;
+/* lo starts above every address: nothing is in the range until it is. */
+_Atomic uintptr_t alloy__boot_lo = UINTPTR_MAX, alloy__boot_end;
 static uintptr_t range_end; /* lo + span, once reserved */
 
 static struct {
@@ -173,10 +174,10 @@ static bool reserve(void)
 		return false;
 	B.bump = B.writable = (uintptr_t)p;
 	range_end = (uintptr_t)p + n;
-	/* lo before end: see boot.h. */
-	atomic_store_explicit(&alloy__boot_lo, (uintptr_t)p,
-			      memory_order_relaxed);
+	/* end before lo: see boot.h. */
 	atomic_store_explicit(&alloy__boot_end, range_end,
+			      memory_order_relaxed);
+	atomic_store_explicit(&alloy__boot_lo, (uintptr_t)p,
 			      memory_order_release);
 	return true;
 }

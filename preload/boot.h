@@ -21,8 +21,10 @@
 #define FRONT_HIDDEN __attribute__((visibility("hidden")))
 
 /*
- * The reserved range: [alloy__boot_lo, alloy__boot_end); both 0 until it
- * is reserved (and then nothing is in it).
+ * The reserved range: [alloy__boot_lo, alloy__boot_end).  Until it is
+ * reserved lo is above every address, so nothing is in it; end is
+ * published before lo, so a reader that sees the range's lo sees its
+ * end.
  */
 extern FRONT_HIDDEN _Atomic uintptr_t alloy__boot_lo, alloy__boot_end;
 
@@ -37,7 +39,7 @@ static inline bool alloy__boot_owns(const void *p)
 	return (uintptr_t)p >= atomic_load_explicit(&alloy__boot_lo,
 						    memory_order_acquire) &&
 	       (uintptr_t)p < atomic_load_explicit(&alloy__boot_end,
-						   memory_order_acquire);
+						   memory_order_relaxed);
 }
 
 /*
