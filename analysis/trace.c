@@ -1327,6 +1327,15 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 		}
 		if (src.start == src.end)
 			break; /* at the end, every line parsed */
+		/*
+		 * A compressed trace cut inside a frame (the writer died
+		 * between two flushes, or was killed in one) ends where its
+		 * last whole record does.
+		 */
+		if (!nl && src.cut) {
+			tr->cut = true;
+			break;
+		}
 		r.line++;
 		r.offset = off;
 		if (tr->complete || tr->incomplete) {
@@ -1336,15 +1345,6 @@ int trace_read_progress(const char *path, struct trace *tr, char *err,
 				tr->complete ? "end" : "incomplete",
 				SHARED_HINT);
 			goto out;
-		}
-		/*
-		 * A compressed trace cut inside a frame (the writer died
-		 * between two flushes, or was killed in one) ends where its
-		 * last whole record does.
-		 */
-		if (!nl && src.cut) {
-			tr->cut = true;
-			break;
 		}
 		if (!nl) {
 			rc = fail(
